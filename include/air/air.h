@@ -1,0 +1,252 @@
+/* air.h - the public C API of libair, torchair's graph compiler and runtime.
+ *
+ * This is the only header a C user includes. The lifecycle is staged:
+ *
+ *   air_graph_create      build a graph: inputs, constants, nodes, outputs
+ *   air_compile           verify, optimize, choose kernels -> air_model
+ *   air_session_create    per-call state (buffers, resolved shapes)
+ *   air_session_set_input bind input data (zero copy) and concrete shapes
+ *   air_session_output_shape / air_session_set_output
+ *   air_session_run       run the whole graph in one call
+ *   ..._destroy           every destroy accepts NULL and half-built objects
+ *
+ * Every function that can fail returns air_status. On failure it leaves its
+ * out-parameters zeroed and sets a thread-local message, read with
+ * air_last_error(). The library never aborts or exits on user input.
+ *
+ * Ownership: the caller owns what it creates and destroys it. A model owns a
+ * copy of everything it needs from the graph, except constants added with
+ * AIR_CONSTANT_BORROW, whose memory the caller keeps alive and unchanged for
+ * the model's lifetime. A model is immutable after air_compile and may be used
+ * from many threads at once, each thread with its own session.
+ */
+#ifndef AIR_AIR_H
+#define AIR_AIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AIR_VERSION_MAJOR 0
+#define AIR_VERSION_MINOR 1
+#define AIR_VERSION_PATCH 0
+
+/* Largest tensor rank the IR represents. */
+#define AIR_MAX_RANK 8
+
+typedef enum air_status {
+	AIR_OK = 0,
+	AIR_INVALID_ARGUMENT = 1, /* a bad parameter (NULL, out of range, unknown name) */
+	AIR_UNSUPPORTED = 2,      /* valid, but not implemented (op, dtype, attribute) */
+	AIR_SHAPE_MISMATCH = 3,   /* shapes that cannot go together */
+	AIR_DTYPE_MISMATCH = 4,   /* dtypes that cannot go together */
+	AIR_OUT_OF_MEMORY = 5,
+	AIR_INVALID_GRAPH = 6,    /* the verifier rejected the graph */
+	AIR_INVALID_STATE = 7,    /* a call out of order (e.g. run before binding) */
+	AIR_BAD_FILE = 8,         /* a damaged or unreadable .air file */
+	AIR_INTERNAL = 9,         /* a bug in libair; please report it */
+} air_status;
+
+/* A short constant description of a status ("ok", "invalid argument", ...). */
+const char *air_status_string(air_status status);
+
+/* The calling thread's message for its most recent failure. Never NULL; valid
+ * until the thread's next libair call. */
+const char *air_last_error(void);
+
+/* Version of the library actually linked, as MAJOR*10000+MINOR*100+PATCH. */
+int air_version(void);
+
+typedef enum air_dtype {
+	AIR_F32 = 0,
+	AIR_F64 = 1,
+	AIR_F16 = 2,
+	AIR_BF16 = 3,
+	AIR_I64 = 4,
+	AIR_I32 = 5,
+	AIR_I16 = 6,
+	AIR_I8 = 7,
+	AIR_U8 = 8,
+	AIR_BOOL = 9, /* one byte, 0 or 1 */
+	AIR_DTYPE_COUNT
+} air_dtype;
+
+/* Bytes per element; 0 for an invalid dtype. */
+size_t air_dtype_size(air_dtype dtype);
+/* "f32", "i64", ...; "?" for an invalid dtype. */
+const char *air_dtype_name(air_dtype dtype);
+
+/* A dimension: a value >= 0 is a constant size. A negative value names a
+ * symbolic expression held by the graph (created by air_graph_symbol and
+ * air_graph_dim_expr). Symbols stand for input sizes that are known only
+ * when a session binds its inputs. */
+typedef int64_t air_dim;
+
+typedef enum air_dim_op {
+	AIR_DIM_ADD = 0,
+	AIR_DIM_SUB,
+	AIR_DIM_MUL,
+	AIR_DIM_FLOORDIV,
+	AIR_DIM_CEILDIV,
+	AIR_DIM_MOD,
+	AIR_DIM_MIN,
+	AIR_DIM_MAX,
+} air_dim_op;
+
+/* A value in a graph (a tensor): an index into the graph's value list. */
+typedef uint32_t air_value;
+
+typedef struct air_graph air_graph;     /* a graph under construction */
+typedef struct air_model air_model;     /* a compiled graph, immutable */
+typedef struct air_session air_session; /* per-call state for one model */
+
+/* ---- graph building ---------------------------------------------------- */
+
+air_status air_graph_create(air_graph **out);
+void air_graph_destroy(air_graph *graph);
+
+/* A new symbol named name (for messages; need not be unique) as a dim. */
+air_status air_graph_symbol(air_graph *graph, const char *name, air_dim *out);
+
+/* The dim (a op b). Constant operands are folded; FLOORDIV, CEILDIV and MOD
+ * by a constant zero are an error. */
+air_status air_graph_dim_expr(air_graph *graph, air_dim_op op, air_dim a, air_dim b, air_dim *out);
+
+/* Writes a readable form of dim ("s0*2+1") into buf (always terminated). */
+air_status air_graph_dim_string(const air_graph *graph, air_dim dim, char *buf, size_t size);
+
+/* A graph input. dims may hold symbolic dims; every symbol used anywhere in
+ * the graph must appear as a bare dim of some input, which is how a session
+ * learns its value. name may be NULL. */
+air_status air_graph_add_input(air_graph *graph, const char *name, air_dtype dtype, int rank,
+			       const air_dim *dims, air_value *out);
+
+enum {
+	/* The constant's data is used in place; the caller keeps it alive and
+	 * unchanged while any model compiled from this graph exists. Without
+	 * this flag the data is copied. */
+	AIR_CONSTANT_BORROW = 1u << 0,
+};
+
+/* A constant tensor, dense and row-major (C-contiguous). */
+air_status air_graph_add_constant(air_graph *graph, air_dtype dtype, int rank, const int64_t *dims,
+				  const void *data, uint32_t flags, air_value *out);
+
+typedef enum air_attr_type {
+	AIR_ATTR_INT = 0,   /* i */
+	AIR_ATTR_FLOAT = 1, /* f */
+	AIR_ATTR_INTS = 2,  /* ints[0..n) ; for DIM-typed schema entries, air_dims */
+} air_attr_type;
+
+/* One named attribute of a node. Which names and types an op takes is its
+ * schema (air_op_describe). */
+typedef struct air_attr {
+	const char *name;
+	air_attr_type type;
+	int64_t i;
+	double f;
+	const int64_t *ints;
+	int n;
+} air_attr;
+
+/* Adds a node running op (by name, see air_op_count/air_op_name) on inputs.
+ * Its output values are inferred (dtype and shape, symbolic where inputs
+ * are) and written to outputs[0..*n_outputs), at most max_outputs.
+ * An unknown op or attribute, a missing required attribute, or inputs the op
+ * cannot take is an error that names the op and the problem. */
+air_status air_graph_add_node(air_graph *graph, const char *op, const air_value *inputs, int n_inputs,
+			      const air_attr *attrs, int n_attrs, air_value *outputs, int max_outputs,
+			      int *n_outputs);
+
+/* Marks the graph's outputs, in order. A value may appear more than once. */
+air_status air_graph_set_outputs(air_graph *graph, const air_value *values, int n);
+
+/* The dtype, rank and dims of a value. dims must hold AIR_MAX_RANK entries. */
+air_status air_graph_value_info(const air_graph *graph, air_value value, air_dtype *dtype, int *rank,
+				air_dim *dims);
+
+/* Checks the whole graph: every value defined before use, every node's
+ * attributes and shapes as its op requires, outputs set. */
+air_status air_graph_verify(const air_graph *graph);
+
+/* Number of ops in the op table, and the name of op i. */
+int air_op_count(void);
+const char *air_op_name(int op);
+
+/* ---- compiling --------------------------------------------------------- */
+
+enum {
+	AIR_COMPILE_NO_FUSION = 1u << 0,        /* one kernel per op */
+	AIR_COMPILE_NO_MEMORY_REUSE = 1u << 1,  /* every value gets its own buffer */
+	AIR_COMPILE_REFERENCE_KERNELS = 1u << 2,/* only the portable reference kernels */
+	AIR_COMPILE_OP_BY_OP = 1u << 3,         /* debugging: no passes at all */
+};
+
+/* Options carry their own size so that fields can be added later. Fill with
+ * air_compile_options_init first. */
+typedef struct air_compile_options {
+	size_t size;          /* sizeof(air_compile_options) */
+	uint32_t flags;       /* AIR_COMPILE_* */
+	int num_threads;      /* 0: the process default (AIR_NUM_THREADS or CPU count) */
+	int fusion_threshold; /* largest fused group, in ops; 0: no limit */
+} air_compile_options;
+
+void air_compile_options_init(air_compile_options *options);
+
+/* Compiles graph into a model. The graph is not changed and may be destroyed
+ * right after. options may be NULL for the defaults. */
+air_status air_compile(const air_graph *graph, const air_compile_options *options, air_model **out);
+void air_model_destroy(air_model *model);
+
+int air_model_input_count(const air_model *model);
+int air_model_output_count(const air_model *model);
+/* dtype and rank of input/output i; dims (AIR_MAX_RANK entries, may be NULL)
+ * gets its dims, symbolic ones negative. */
+air_status air_model_input_info(const air_model *model, int i, air_dtype *dtype, int *rank, air_dim *dims);
+air_status air_model_output_info(const air_model *model, int i, air_dtype *dtype, int *rank, air_dim *dims);
+
+/* A human-readable compile report (ops, kernels chosen, passes). Owned by
+ * the model. */
+const char *air_model_report(const air_model *model);
+
+/* ---- running ----------------------------------------------------------- */
+
+air_status air_session_create(const air_model *model, air_session **out);
+void air_session_destroy(air_session *session);
+
+/* Binds input i: dense row-major data of the model's input dtype with the
+ * given concrete dims. The memory is read in place during air_session_run
+ * and must stay valid until then. */
+air_status air_session_set_input(air_session *session, int i, const void *data, int rank, const int64_t *dims);
+
+/* After all inputs are set: the concrete dims of output i (AIR_MAX_RANK
+ * entries). Fails with AIR_SHAPE_MISMATCH if the inputs' sizes contradict
+ * each other (e.g. a symbol bound to two values). */
+air_status air_session_output_shape(air_session *session, int i, int *rank, int64_t *dims);
+
+/* Binds output i to caller memory of nbytes bytes, which must be at least
+ * the output's size. Outputs are written in place. */
+air_status air_session_set_output(air_session *session, int i, void *data, size_t nbytes);
+
+/* Runs the whole graph. All inputs and outputs must be bound. */
+air_status air_session_run(air_session *session);
+
+/* Bytes of the session's arena for the current shapes (planned peak of
+ * intermediate values plus kernel workspace). */
+size_t air_session_arena_bytes(const air_session *session);
+
+/* ---- threads ----------------------------------------------------------- */
+
+/* Sets the number of threads of the process-wide pool used by models
+ * compiled with num_threads == 0. Not while a model runs. */
+air_status air_set_num_threads(int nthreads);
+int air_get_num_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

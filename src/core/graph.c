@@ -1,0 +1,434 @@
+/* graph.c - building a graph through the public API: inputs, constants,
+ * nodes (attributes checked against the op's schema, outputs inferred by
+ * the op's shape function), outputs. Every call checks before it changes
+ * anything, so a failed call leaves the graph as it was. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "ops/op.h"
+
+air_status ir_grow(void **array, int *cap, int n, size_t elem)
+{
+	if (n < *cap)
+		return AIR_OK;
+	int next = *cap ? *cap * 2 : 16;
+	while (next <= n)
+		next *= 2;
+	void *p = realloc(*array, (size_t)next * elem);
+	if (!p)
+		return air_error(AIR_OUT_OF_MEMORY, "graph: no memory");
+	*array = p;
+	*cap = next;
+	return AIR_OK;
+}
+
+air_status air_graph_create(air_graph **out)
+{
+	if (!out)
+		return air_error(AIR_INVALID_ARGUMENT, "air_graph_create: out is NULL");
+	*out = calloc(1, sizeof **out);
+	if (!*out)
+		return air_error(AIR_OUT_OF_MEMORY, "air_graph_create: no memory");
+	return AIR_OK;
+}
+
+static void free_node(ir_node *n)
+{
+	free(n->in);
+	free(n->out);
+	for (int i = 0; i < IR_MAX_ATTRS; i++)
+		free(n->attrs[i].ints);
+}
+
+void air_graph_destroy(air_graph *g)
+{
+	if (!g)
+		return;
+	for (int i = 0; i < g->n_nodes; i++)
+		free_node(&g->nodes[i]);
+	for (int i = 0; i < g->n_consts; i++)
+		free(g->consts[i].owned);
+	for (int i = 0; i < g->n_inputs; i++)
+		free(g->input_names[i]);
+	for (int i = 0; i < g->n_symbols; i++)
+		free(g->symbol_names[i]);
+	free(g->values);
+	free(g->nodes);
+	free(g->consts);
+	free(g->inputs);
+	free(g->input_names);
+	free(g->outputs);
+	free(g->exprs);
+	free(g->symbol_names);
+	free(g);
+}
+
+air_status ir_add_value(air_graph *g, air_dtype dtype, int rank, const air_dim *dims, ir_value_kind kind,
+			int32_t index, air_value *out)
+{
+	AIR_TRY(ir_grow((void **)&g->values, &g->cap_values, g->n_values, sizeof *g->values));
+	ir_value *v = &g->values[g->n_values];
+	memset(v, 0, sizeof *v);
+	v->dtype = dtype;
+	v->rank = rank;
+	for (int i = 0; i < rank; i++)
+		v->dims[i] = dims[i];
+	v->kind = kind;
+	v->index = index;
+	*out = (air_value)g->n_values++;
+	return AIR_OK;
+}
+
+static air_status check_type(const air_graph *g, air_dtype dtype, int rank, const air_dim *dims,
+			     const char *who)
+{
+	if ((unsigned)dtype >= AIR_DTYPE_COUNT)
+		return air_error(AIR_INVALID_ARGUMENT, "%s: unknown dtype %d", who, (int)dtype);
+	if (rank < 0 || rank > AIR_MAX_RANK)
+		return air_error(AIR_UNSUPPORTED, "%s: rank %d is outside [0, %d]", who, rank, AIR_MAX_RANK);
+	if (rank > 0 && !dims)
+		return air_error(AIR_INVALID_ARGUMENT, "%s: dims is NULL", who);
+	for (int i = 0; i < rank; i++)
+		if (dims[i] < 0 && -dims[i] - 1 >= g->n_exprs)
+			return air_error(AIR_INVALID_ARGUMENT, "%s: dim %d names no expression", who, i);
+	return AIR_OK;
+}
+
+air_status air_graph_add_input(air_graph *g, const char *name, air_dtype dtype, int rank, const air_dim *dims,
+			       air_value *out)
+{
+	if (!g || !out)
+		return air_error(AIR_INVALID_ARGUMENT, "air_graph_add_input: NULL argument");
+	*out = 0;
+	AIR_TRY(check_type(g, dtype, rank, dims, "air_graph_add_input"));
+	AIR_TRY(ir_grow((void **)&g->inputs, &g->cap_inputs, g->n_inputs, sizeof *g->inputs));
+	int cap = g->cap_inputs - 1; /* keep the names array as long as inputs */
+	(void)cap;
+	char **names = realloc(g->input_names, (size_t)g->cap_inputs * sizeof *names);
+	if (!names)
+		return air_error(AIR_OUT_OF_MEMORY, "air_graph_add_input: no memory");
+	g->input_names = names;
+	char *copy = name ? strdup(name) : NULL;
+	if (name && !copy)
+		return air_error(AIR_OUT_OF_MEMORY, "air_graph_add_input: no memory");
+	air_value v;
+	air_status st = ir_add_value(g, dtype, rank, dims, IR_INPUT, g->n_inputs, &v);
+	if (st != AIR_OK) {
+		free(copy);
+		return st;
+	}
+	g->inputs[g->n_inputs] = v;
+	g->input_names[g->n_inputs] = copy;
+	g->n_inputs++;
+	*out = v;
+	return AIR_OK;
+}
+
+air_status air_graph_add_constant(air_graph *g, air_dtype dtype, int rank, const int64_t *dims,
+				  const void *data, uint32_t flags, air_value *out)
+{
+	if (!g || !out)
+		return air_error(AIR_INVALID_ARGUMENT, "air_graph_add_constant: NULL argument");
+	*out = 0;
+	AIR_TRY(check_type(g, dtype, rank, dims, "air_graph_add_constant"));
+	size_t nbytes = air_dtype_size(dtype);
+	for (int i = 0; i < rank; i++) {
+		if (dims[i] < 0)
+			return air_error(AIR_INVALID_ARGUMENT, "air_graph_add_constant: dim %d is not a constant", i);
+		nbytes *= (size_t)dims[i];
+	}
+	if (nbytes > 0 && !data)
+		return air_error(AIR_INVALID_ARGUMENT, "air_graph_add_constant: data is NULL");
+	if (flags & ~(uint32_t)AIR_CONSTANT_BORROW)
+		return air_error(AIR_INVALID_ARGUMENT, "air_graph_add_constant: unknown flags 0x%x", flags);
+	AIR_TRY(ir_grow((void **)&g->consts, &g->cap_consts, g->n_consts, sizeof *g->consts));
+	ir_constant c = {0, data, NULL, nbytes};
+	if (!(flags & AIR_CONSTANT_BORROW)) {
+		c.owned = malloc(nbytes ? nbytes : 1);
+		if (!c.owned)
+			return air_error(AIR_OUT_OF_MEMORY, "air_graph_add_constant: no memory for %zu bytes", nbytes);
+		if (nbytes)
+			memcpy(c.owned, data, nbytes);
+		c.data = c.owned;
+	}
+	air_status st = ir_add_value(g, dtype, rank, dims, IR_CONSTANT, g->n_consts, &c.value);
+	if (st != AIR_OK) {
+		free(c.owned);
+		return st;
+	}
+	g->consts[g->n_consts++] = c;
+	*out = c.value;
+	return AIR_OK;
+}
+
+static const char *attr_type_name(op_attr_type t)
+{
+	switch (t) {
+	case OPA_INT: return "int";
+	case OPA_FLOAT: return "float";
+	case OPA_INTS: return "ints";
+	case OPA_DIM: return "dim";
+	case OPA_DIMS: return "dims";
+	}
+	return "?";
+}
+
+/* Fills node->attrs from the caller's list, in schema order, with defaults. */
+static air_status set_attrs(air_graph *g, const op_def *def, ir_node *node, const air_attr *attrs, int n_attrs)
+{
+	for (int k = 0; k < n_attrs; k++) {
+		const air_attr *a = &attrs[k];
+		if (!a->name)
+			return air_error(AIR_INVALID_ARGUMENT, "%s: attribute %d has no name", def->name, k);
+		int s = 0;
+		while (s < def->n_attrs && strcmp(def->attrs[s].name, a->name) != 0)
+			s++;
+		if (s == def->n_attrs)
+			return air_error(AIR_INVALID_ARGUMENT, "%s: unknown attribute '%s'", def->name, a->name);
+		const op_attr_spec *spec = &def->attrs[s];
+		ir_attr *dst = &node->attrs[s];
+		if (dst->set)
+			return air_error(AIR_INVALID_ARGUMENT, "%s: attribute '%s' given twice", def->name, a->name);
+		bool list = spec->type == OPA_INTS || spec->type == OPA_DIMS;
+		bool ok = (spec->type == OPA_FLOAT && (a->type == AIR_ATTR_FLOAT || a->type == AIR_ATTR_INT)) ||
+			  ((spec->type == OPA_INT || spec->type == OPA_DIM) && a->type == AIR_ATTR_INT) ||
+			  (list && a->type == AIR_ATTR_INTS);
+		if (!ok)
+			return air_error(AIR_INVALID_ARGUMENT, "%s: attribute '%s' must be %s", def->name, a->name,
+					 attr_type_name(spec->type));
+		dst->set = true;
+		if (spec->type == OPA_FLOAT)
+			dst->f = a->type == AIR_ATTR_FLOAT ? a->f : (double)a->i;
+		else
+			dst->i = a->i;
+		if (spec->type == OPA_DIM && a->i < 0 && -a->i - 1 >= g->n_exprs)
+			return air_error(AIR_INVALID_ARGUMENT, "%s: attribute '%s' names no dim expression",
+					 def->name, a->name);
+		if (list) {
+			if (a->n < 0 || a->n > 64 || (a->n > 0 && !a->ints))
+				return air_error(AIR_INVALID_ARGUMENT, "%s: attribute '%s' has a bad list", def->name,
+						 a->name);
+			dst->n = a->n;
+			dst->ints = malloc(sizeof(int64_t) * (size_t)(a->n ? a->n : 1));
+			if (!dst->ints)
+				return air_error(AIR_OUT_OF_MEMORY, "%s: no memory", def->name);
+			for (int j = 0; j < a->n; j++) {
+				if (spec->type == OPA_DIMS && a->ints[j] < 0 && -a->ints[j] - 1 >= g->n_exprs)
+					return air_error(AIR_INVALID_ARGUMENT,
+							 "%s: attribute '%s'[%d] names no dim expression", def->name,
+							 a->name, j);
+				dst->ints[j] = a->ints[j];
+			}
+		}
+	}
+	for (int s = 0; s < def->n_attrs; s++) {
+		ir_attr *dst = &node->attrs[s];
+		if (dst->set)
+			continue;
+		if (def->attrs[s].required)
+			return air_error(AIR_INVALID_ARGUMENT, "%s: attribute '%s' is required", def->name,
+					 def->attrs[s].name);
+		dst->i = def->attrs[s].def_i;
+		dst->f = def->attrs[s].def_f;
+	}
+	return AIR_OK;
+}
+
+air_status air_graph_add_node(air_graph *g, const char *opname, const air_value *inputs, int n_inputs,
+			      const air_attr *attrs, int n_attrs, air_value *outputs, int max_outputs,
+			      int *n_outputs)
+{
+	if (n_outputs)
+		*n_outputs = 0;
+	if (!g || !opname || (n_inputs > 0 && !inputs) || (n_attrs > 0 && !attrs) || !outputs || !n_outputs)
+		return air_error(AIR_INVALID_ARGUMENT, "air_graph_add_node: NULL argument");
+	int op = op_find(opname);
+	if (op < 0)
+		return air_error(AIR_UNSUPPORTED, "unknown op '%s'", opname);
+	const op_def *def = op_get(op);
+	if (n_inputs < def->min_in || n_inputs > def->max_in)
+		return air_error(AIR_INVALID_ARGUMENT, "%s: takes %d..%d inputs, got %d", def->name, def->min_in,
+				 def->max_in, n_inputs);
+	for (int i = 0; i < n_inputs; i++)
+		if (inputs[i] >= (air_value)g->n_values)
+			return air_error(AIR_INVALID_ARGUMENT, "%s: input %d is not a value of this graph",
+					 def->name, i);
+	if (max_outputs < def->n_out)
+		return air_error(AIR_INVALID_ARGUMENT, "%s: has %d outputs, room for %d", def->name, def->n_out,
+				 max_outputs);
+	if (n_attrs < 0)
+		return air_error(AIR_INVALID_ARGUMENT, "%s: negative attribute count", def->name);
+
+	ir_node node;
+	memset(&node, 0, sizeof node);
+	node.op = op;
+	node.n_in = n_inputs;
+	node.n_out = def->n_out;
+	air_status st = set_attrs(g, def, &node, attrs, n_attrs);
+	if (st != AIR_OK)
+		goto fail;
+
+	op_infer_ctx ctx;
+	memset(&ctx, 0, sizeof ctx);
+	ctx.g = g;
+	ctx.node = &node;
+	ctx.n_in = n_inputs;
+	ctx.n_out = def->n_out;
+	for (int i = 0; i < n_inputs; i++)
+		ctx.in[i] = &g->values[inputs[i]];
+	st = def->infer(&ctx);
+	if (st != AIR_OK)
+		goto fail;
+
+	node.in = malloc(sizeof(air_value) * (size_t)(n_inputs ? n_inputs : 1));
+	node.out = malloc(sizeof(air_value) * (size_t)def->n_out);
+	if (!node.in || !node.out) {
+		st = air_error(AIR_OUT_OF_MEMORY, "%s: no memory", def->name);
+		goto fail;
+	}
+	if (n_inputs)
+		memcpy(node.in, inputs, sizeof(air_value) * (size_t)n_inputs);
+	st = ir_grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes, sizeof *g->nodes);
+	if (st != AIR_OK)
+		goto fail;
+	int first_value = g->n_values;
+	for (int o = 0; o < def->n_out; o++) {
+		st = ir_add_value(g, ctx.out[o].dtype, ctx.out[o].rank, ctx.out[o].dims, IR_NODE_OUTPUT,
+				  g->n_nodes, &node.out[o]);
+		if (st != AIR_OK) {
+			g->n_values = first_value;
+			goto fail;
+		}
+	}
+	g->nodes[g->n_nodes++] = node;
+	for (int o = 0; o < def->n_out; o++)
+		outputs[o] = node.out[o];
+	*n_outputs = def->n_out;
+	return AIR_OK;
+fail:
+	free_node(&node);
+	return st;
+}
+
+air_status air_graph_set_outputs(air_graph *g, const air_value *values, int n)
+{
+	if (!g || n < 0 || (n > 0 && !values))
+		return air_error(AIR_INVALID_ARGUMENT, "air_graph_set_outputs: bad argument");
+	for (int i = 0; i < n; i++)
+		if (values[i] >= (air_value)g->n_values)
+			return air_error(AIR_INVALID_ARGUMENT, "air_graph_set_outputs: output %d is not a value", i);
+	air_value *copy = malloc(sizeof *copy * (size_t)(n ? n : 1));
+	if (!copy)
+		return air_error(AIR_OUT_OF_MEMORY, "air_graph_set_outputs: no memory");
+	if (n)
+		memcpy(copy, values, sizeof *copy * (size_t)n);
+	free(g->outputs);
+	g->outputs = copy;
+	g->n_outputs = n;
+	return AIR_OK;
+}
+
+air_status air_graph_value_info(const air_graph *g, air_value v, air_dtype *dtype, int *rank, air_dim *dims)
+{
+	if (!g || v >= (air_value)g->n_values)
+		return air_error(AIR_INVALID_ARGUMENT, "air_graph_value_info: unknown value");
+	const ir_value *x = &g->values[v];
+	if (dtype)
+		*dtype = x->dtype;
+	if (rank)
+		*rank = x->rank;
+	if (dims)
+		for (int i = 0; i < x->rank; i++)
+			dims[i] = x->dims[i];
+	return AIR_OK;
+}
+
+static air_status dup_array(void **dst, const void *src, size_t bytes)
+{
+	*dst = NULL;
+	if (!src || bytes == 0)
+		return AIR_OK;
+	*dst = malloc(bytes);
+	if (!*dst)
+		return air_error(AIR_OUT_OF_MEMORY, "graph clone: no memory");
+	memcpy(*dst, src, bytes);
+	return AIR_OK;
+}
+
+air_status ir_graph_clone(const air_graph *s, air_graph **out)
+{
+	*out = NULL;
+	air_graph *g;
+	AIR_TRY(air_graph_create(&g));
+	air_status st;
+#define DUP(field, count) \
+	if ((st = dup_array((void **)&g->field, s->field, sizeof *s->field * (size_t)(count))) != AIR_OK) goto fail
+	DUP(values, s->n_values);
+	g->n_values = g->cap_values = s->n_values;
+	DUP(exprs, s->n_exprs);
+	g->n_exprs = g->cap_exprs = s->n_exprs;
+	DUP(inputs, s->n_inputs);
+	g->cap_inputs = s->n_inputs;
+	DUP(outputs, s->n_outputs);
+	g->n_outputs = s->n_outputs;
+	g->input_names = calloc((size_t)s->n_inputs + 1, sizeof(char *));
+	g->symbol_names = calloc((size_t)s->n_symbols + 1, sizeof(char *));
+	g->nodes = calloc((size_t)s->n_nodes + 1, sizeof *g->nodes);
+	g->consts = calloc((size_t)s->n_consts + 1, sizeof *g->consts);
+	if (!g->input_names || !g->symbol_names || !g->nodes || !g->consts)
+		goto oom;
+	for (; g->n_inputs < s->n_inputs; g->n_inputs++)
+		if (s->input_names[g->n_inputs] &&
+		    !(g->input_names[g->n_inputs] = strdup(s->input_names[g->n_inputs])))
+			goto oom;
+	g->cap_symbols = s->n_symbols + 1;
+	for (; g->n_symbols < s->n_symbols; g->n_symbols++)
+		if (!(g->symbol_names[g->n_symbols] = strdup(s->symbol_names[g->n_symbols])))
+			goto oom;
+	g->cap_nodes = s->n_nodes + 1;
+	for (; g->n_nodes < s->n_nodes; g->n_nodes++) {
+		const ir_node *a = &s->nodes[g->n_nodes];
+		ir_node *b = &g->nodes[g->n_nodes];
+		*b = *a;
+		b->in = NULL;
+		b->out = NULL;
+		for (int k = 0; k < IR_MAX_ATTRS; k++)
+			b->attrs[k].ints = NULL;
+		if ((st = dup_array((void **)&b->in, a->in, sizeof(air_value) * (size_t)a->n_in)) != AIR_OK ||
+		    (st = dup_array((void **)&b->out, a->out, sizeof(air_value) * (size_t)a->n_out)) != AIR_OK)
+			goto fail_node;
+		for (int k = 0; k < IR_MAX_ATTRS; k++)
+			if ((st = dup_array((void **)&b->attrs[k].ints, a->attrs[k].ints,
+					    sizeof(int64_t) * (size_t)a->attrs[k].n)) != AIR_OK)
+				goto fail_node;
+		continue;
+	fail_node:
+		g->n_nodes++; /* so destroy frees the partial node */
+		goto fail;
+	}
+	g->cap_consts = s->n_consts + 1;
+	for (; g->n_consts < s->n_consts; g->n_consts++) {
+		const ir_constant *a = &s->consts[g->n_consts];
+		ir_constant *b = &g->consts[g->n_consts];
+		*b = *a;
+		b->owned = NULL;
+		if (a->owned) {
+			/* the copy owns its own bytes, so graph and model live apart */
+			b->owned = malloc(a->nbytes ? a->nbytes : 1);
+			if (!b->owned)
+				goto oom;
+			memcpy(b->owned, a->owned, a->nbytes);
+			b->data = b->owned;
+		}
+	}
+#undef DUP
+	*out = g;
+	return AIR_OK;
+oom:
+	st = air_error(AIR_OUT_OF_MEMORY, "graph clone: no memory");
+fail:
+	air_graph_destroy(g);
+	return st;
+}

@@ -1,0 +1,37 @@
+/* epilogue.h - what a GEMM or convolution does to its tile while it is still
+ * in registers: C = act(alpha * (A @ B) + bias + residual). */
+#ifndef AIR_KERNELS_EPILOGUE_H
+#define AIR_KERNELS_EPILOGUE_H
+
+#include <stdint.h>
+
+typedef enum k_act {
+	K_ACT_NONE = 0,
+	K_ACT_RELU,
+	K_ACT_RELU6,     /* clamp(x, 0, 6) */
+	K_ACT_GELU,      /* x * 0.5 * (1 + erf(x / sqrt 2)) */
+	K_ACT_GELU_TANH, /* the tanh approximation */
+	K_ACT_SILU,      /* x * sigmoid(x) */
+	K_ACT_SIGMOID,
+	K_ACT_TANH,
+	K_ACT_HARDSWISH, /* x * relu6(x + 3) / 6 */
+} k_act;
+
+typedef struct k_epilogue {
+	float alpha;             /* scales A @ B; 1 for a plain product */
+	const float *bias_n;     /* [N], added to every row, or NULL */
+	const float *bias_m;     /* [M], added to every column, or NULL */
+	const float *residual;   /* [M x N] with row stride ld_residual, or NULL;
+				  * may alias C (then read before written) */
+	int64_t ld_residual;
+	k_act act;               /* applied last */
+} k_epilogue;
+
+/* The identity epilogue (alpha 1, nothing else). */
+static inline k_epilogue k_epilogue_none(void)
+{
+	k_epilogue e = {1.0f, 0, 0, 0, 0, K_ACT_NONE};
+	return e;
+}
+
+#endif

@@ -1,0 +1,64 @@
+/* gemm.h - f32 matrix multiply with a fused epilogue:
+ *   C[M x N] = act(alpha * A[M x K] @ B[K x N] + bias + residual)
+ * A and B are read through (row, column) strides, so transposed operands cost
+ * nothing; C is row-major with row stride ldc. Kernels are chosen once from
+ * kcpu_features(): AVX-512, AVX2+FMA, then portable C. */
+#ifndef AIR_KERNELS_GEMM_H
+#define AIR_KERNELS_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "air/air.h"
+#include "kernels/epilogue.h"
+#include "runtime/pool.h"
+
+/* B packed once (at compile time, for weights) into the micro-kernel's
+ * panel layout. Immutable after packing; shareable across threads. */
+typedef struct kgemm_packed_b kgemm_packed_b;
+
+air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int64_t cs_b,
+			kgemm_packed_b **out);
+void kgemm_packed_b_free(kgemm_packed_b *packed);
+/* Bytes held by a packed B (for the compile report). */
+size_t kgemm_packed_b_bytes(const kgemm_packed_b *packed);
+
+/* Workspace bytes that kgemm_f32 / kgemm_f32_packed need for these sizes
+ * with up to nthreads threads. Callers allocate it once (the session arena).
+ * nthreads must be at least rt_pool_size() of the pool passed to the call
+ * (each pool thread uses its own slice). kgemm_f32 packs all of B into the
+ * workspace (K x N rounded up to the panel width); kgemm_f32_packed needs
+ * only the per-thread A blocks, which kgemm_packed_workspace_bytes gives
+ * (kgemm_workspace_bytes is always enough for both). */
+size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
+size_t kgemm_packed_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
+
+/* C = epilogue(A @ B) with B packed. workspace: kgemm_workspace_bytes(...)
+ * bytes, 64-byte aligned. pool may be NULL (one thread). */
+void kgemm_f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a,
+		      const kgemm_packed_b *B, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
+		      void *workspace);
+
+/* C = epilogue(A @ B) with B packed on the fly (activations x activations). */
+void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a, const float *B,
+	       int64_t rs_b, int64_t cs_b, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
+	       void *workspace);
+
+/* batch independent products; operand i starts at base + i * batch_stride.
+ * Threads split across batch and tiles. Epilogue residual/bias apply per
+ * matrix (residual advances by batch_stride_c). */
+size_t kgemm_batched_workspace_bytes(int64_t batch, int64_t M, int64_t N, int64_t K, int nthreads);
+void kgemm_f32_batched(int64_t batch, int64_t M, int64_t N, int64_t K, const float *A, int64_t bs_a,
+		       int64_t rs_a, int64_t cs_a, const float *B, int64_t bs_b, int64_t rs_b, int64_t cs_b,
+		       float *C, int64_t bs_c, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
+		       void *workspace);
+
+/* The naive triple loop with the same epilogue: the oracle for tests. */
+void kgemm_f32_reference(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a,
+			 const float *B, int64_t rs_b, int64_t cs_b, float *C, int64_t ldc,
+			 const k_epilogue *ep);
+
+/* Name of the micro-kernel in use ("avx2_6x16", ...), for reports. */
+const char *kgemm_kernel_name(void);
+
+#endif

@@ -1,0 +1,75 @@
+/* kernel.h - how the runtime calls a kernel: concrete tensors, resolved
+ * attributes, the thread pool and a workspace. Shared by the reference
+ * kernels (kernels/ref/) and the fast ones (kernels/x86/...). */
+#ifndef AIR_KERNELS_KERNEL_H
+#define AIR_KERNELS_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "air/air.h"
+#include "runtime/pool.h"
+
+/* A dense row-major tensor with concrete dims. */
+typedef struct k_tensor {
+	void *data;
+	air_dtype dtype;
+	int rank;
+	int64_t dims[AIR_MAX_RANK];
+	int64_t numel;
+} k_tensor;
+
+/* An attribute with every symbolic dim already evaluated. */
+typedef struct k_attr {
+	int64_t i;
+	double f;
+	const int64_t *ints;
+	int n;
+} k_attr;
+
+typedef struct k_call {
+	const k_attr *attrs; /* the op's schema order */
+	const k_tensor *in;
+	int n_in;
+	const k_tensor *out; /* data is writable */
+	int n_out;
+	rt_pool *pool;
+	void *workspace;      /* k_kernel.workspace bytes, 64-byte aligned */
+	const void *prepared; /* from k_kernel.prepare, or NULL */
+	const bool *in_const; /* in_const[i]: input i is a constant */
+} k_call;
+
+typedef air_status (*k_run_fn)(const k_call *call);
+/* Workspace bytes for these concrete shapes (data pointers not yet valid). */
+typedef size_t (*k_workspace_fn)(const k_call *call, int nthreads);
+/* Work done once per model (e.g. packing a constant weight). Only constant
+ * inputs have data; others have data == NULL. */
+typedef air_status (*k_prepare_fn)(const k_call *call, void **prepared);
+typedef void (*k_release_fn)(void *prepared);
+/* Can this kernel run this call (shapes, dtypes, attributes, constness)? */
+typedef bool (*k_supports_fn)(const k_call *call);
+
+typedef struct k_kernel {
+	const char *name; /* "conv2d_ref", "gemm_avx2", ... */
+	unsigned isa;     /* KCPU_* bits it needs; 0 for portable */
+	k_supports_fn supports; /* NULL: supports everything the op allows */
+	k_prepare_fn prepare;   /* may be NULL */
+	k_release_fn release;   /* may be NULL */
+	k_workspace_fn workspace; /* may be NULL: none */
+	k_run_fn run;
+} k_kernel;
+
+/* Number of elements of dims[0..rank). */
+static inline int64_t k_numel(int rank, const int64_t *dims)
+{
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++)
+		n *= dims[i];
+	return n;
+}
+
+/* Grain for parallel loops over elements: about this many per task. */
+enum { K_GRAIN = 16384 };
+
+#endif

@@ -1,0 +1,201 @@
+/* shape.c - reference kernels for data movement. Every view-like op is one
+ * strided copy: permute, slice and expand only differ in the strides they
+ * read src with. */
+#include "kernels/ref/shape.h"
+
+#include <string.h>
+
+#include "core/error.h"
+
+typedef struct {
+	char *dst;
+	const char *src;
+	int rank;
+	int64_t dims[AIR_MAX_RANK];
+	int64_t strides[AIR_MAX_RANK];
+	size_t elem;
+	int64_t inner, rows, rows_per_task;
+} strided_ctx;
+
+static void strided_task(void *p, int64_t t, int th)
+{
+	const strided_ctx *c = p;
+	int64_t r0 = t * c->rows_per_task, r1 = r0 + c->rows_per_task;
+	if (r1 > c->rows)
+		r1 = c->rows;
+	int64_t is = c->strides[c->rank - 1];
+	for (int64_t r = r0; r < r1; r++) {
+		int64_t off = 0, q = r;
+		for (int d = c->rank - 2; d >= 0; d--) {
+			off += (q % c->dims[d]) * c->strides[d];
+			q /= c->dims[d];
+		}
+		char *out = c->dst + (size_t)(r * c->inner) * c->elem;
+		const char *in = c->src + (size_t)off * c->elem;
+		if (is == 1) {
+			memcpy(out, in, (size_t)c->inner * c->elem);
+			continue;
+		}
+		switch (c->elem) {
+		case 4:
+			for (int64_t i = 0; i < c->inner; i++)
+				((uint32_t *)out)[i] = ((const uint32_t *)in)[i * is];
+			break;
+		case 8:
+			for (int64_t i = 0; i < c->inner; i++)
+				((uint64_t *)out)[i] = ((const uint64_t *)in)[i * is];
+			break;
+		case 2:
+			for (int64_t i = 0; i < c->inner; i++)
+				((uint16_t *)out)[i] = ((const uint16_t *)in)[i * is];
+			break;
+		default:
+			for (int64_t i = 0; i < c->inner; i++)
+				out[i] = in[i * is];
+		}
+	}
+}
+
+void kref_strided_copy(void *dst, const void *src, int rank, const int64_t *dims, const int64_t *strides,
+		       size_t elem, rt_pool *pool)
+{
+	strided_ctx c;
+	c.dst = dst;
+	c.src = src;
+	c.elem = elem;
+	/* drop size-1 dims and merge dims that are contiguous in src */
+	int m = 0;
+	for (int d = 0; d < rank; d++) {
+		if (dims[d] == 0)
+			return;
+		if (dims[d] == 1)
+			continue;
+		if (m > 0 && c.strides[m - 1] == strides[d] * dims[d]) {
+			c.dims[m - 1] *= dims[d];
+			c.strides[m - 1] = strides[d];
+			continue;
+		}
+		c.dims[m] = dims[d];
+		c.strides[m] = strides[d];
+		m++;
+	}
+	if (m == 0) {
+		c.dims[0] = 1;
+		c.strides[0] = 1;
+		m = 1;
+	}
+	c.rank = m;
+	c.inner = c.dims[m - 1];
+	c.rows = 1;
+	for (int d = 0; d < m - 1; d++)
+		c.rows *= c.dims[d];
+	c.rows_per_task = K_GRAIN / c.inner;
+	if (c.rows_per_task < 1)
+		c.rows_per_task = 1;
+	rt_pool_run(pool, (c.rows + c.rows_per_task - 1) / c.rows_per_task, strided_task, &c);
+}
+
+static void dense_strides(int rank, const int64_t *dims, int64_t *strides)
+{
+	int64_t s = 1;
+	for (int d = rank - 1; d >= 0; d--) {
+		strides[d] = s;
+		s *= dims[d];
+	}
+}
+
+air_status kref_reshape(const k_call *call)
+{
+	/* an alias: the executor gives the output the input's memory; this
+	 * runs only when it could not (e.g. the output is a graph output) */
+	if (call->out[0].data != call->in[0].data)
+		memcpy(call->out[0].data, call->in[0].data,
+		       (size_t)call->out[0].numel * air_dtype_size(call->out[0].dtype));
+	return AIR_OK;
+}
+
+air_status kref_copy(const k_call *call)
+{
+	size_t bytes = (size_t)call->out[0].numel * air_dtype_size(call->out[0].dtype);
+	if (bytes)
+		memcpy(call->out[0].data, call->in[0].data, bytes);
+	return AIR_OK;
+}
+
+air_status kref_permute(const k_call *call)
+{
+	const k_tensor *x = &call->in[0];
+	int64_t xs[AIR_MAX_RANK], st[AIR_MAX_RANK];
+	dense_strides(x->rank, x->dims, xs);
+	const k_attr *perm = &call->attrs[0];
+	for (int i = 0; i < x->rank; i++) {
+		int64_t p = perm->ints[i] < 0 ? perm->ints[i] + x->rank : perm->ints[i];
+		st[i] = xs[p];
+	}
+	kref_strided_copy(call->out[0].data, x->data, x->rank, call->out[0].dims, st, air_dtype_size(x->dtype),
+			  call->pool);
+	return AIR_OK;
+}
+
+air_status kref_expand(const k_call *call)
+{
+	const k_tensor *x = &call->in[0], *y = &call->out[0];
+	int64_t xs[AIR_MAX_RANK], st[AIR_MAX_RANK];
+	dense_strides(x->rank, x->dims, xs);
+	for (int i = 0; i < y->rank; i++) {
+		int j = i - (y->rank - x->rank);
+		int64_t have = j >= 0 ? x->dims[j] : 1;
+		if (have != 1 && have != y->dims[i])
+			return air_error(AIR_SHAPE_MISMATCH, "expand: size %lld cannot expand to %lld",
+					 (long long)have, (long long)y->dims[i]);
+		st[i] = (j < 0 || have == 1) ? 0 : xs[j];
+	}
+	kref_strided_copy(y->data, x->data, y->rank, y->dims, st, air_dtype_size(x->dtype), call->pool);
+	return AIR_OK;
+}
+
+air_status kref_slice(const k_call *call)
+{
+	const k_tensor *x = &call->in[0], *y = &call->out[0];
+	int axis = (int)(call->attrs[0].i < 0 ? call->attrs[0].i + x->rank : call->attrs[0].i);
+	int64_t start = call->attrs[1].i, step = call->attrs[3].i;
+	/* the last element read must be inside the input */
+	if (y->dims[axis] > 0 && (start < 0 || start + (y->dims[axis] - 1) * step >= x->dims[axis]))
+		return air_error(AIR_SHAPE_MISMATCH, "slice: start %lld with %lld steps of %lld is outside size %lld",
+				 (long long)start, (long long)y->dims[axis], (long long)step,
+				 (long long)x->dims[axis]);
+	int64_t st[AIR_MAX_RANK];
+	dense_strides(x->rank, x->dims, st);
+	size_t elem = air_dtype_size(x->dtype);
+	const char *src = (const char *)x->data + (size_t)(start * st[axis]) * elem;
+	st[axis] *= step;
+	kref_strided_copy(y->data, src, y->rank, y->dims, st, elem, call->pool);
+	return AIR_OK;
+}
+
+air_status kref_cat(const k_call *call)
+{
+	const k_tensor *y = &call->out[0];
+	int axis = (int)(call->attrs[0].i < 0 ? call->attrs[0].i + y->rank : call->attrs[0].i);
+	size_t elem = air_dtype_size(y->dtype);
+	int64_t outer = 1, inner = 1;
+	for (int d = 0; d < axis; d++)
+		outer *= y->dims[d];
+	for (int d = axis + 1; d < y->rank; d++)
+		inner *= y->dims[d];
+	int64_t ystride = y->dims[axis] * inner, offset = 0;
+	for (int k = 0; k < call->n_in; k++) {
+		const k_tensor *x = &call->in[k];
+		int64_t len = x->dims[axis];
+		/* x viewed as [outer, len*inner] lands at column offset of y */
+		int64_t dims[2] = {outer, len * inner}, st[2] = {len * inner, 1};
+		if (len * inner > 0) {
+			/* write through a strided destination: copy rows one by one */
+			for (int64_t o = 0; o < outer; o++)
+				memcpy((char *)y->data + (size_t)(o * ystride + offset * inner) * elem,
+				       (const char *)x->data + (size_t)(o * st[0]) * elem, (size_t)dims[1] * elem);
+		}
+		offset += len;
+	}
+	return AIR_OK;
+}

@@ -1,0 +1,240 @@
+/* model.c - air_compile: the pipeline that turns a graph into a runnable
+ * model, visible in one function (rt_compile): clone, verify, passes, kernel
+ * choice, aliasing, report. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/cpu.h"
+#include "kernels/registry.h"
+#include "ops/op.h"
+#include "runtime/model.h"
+
+void air_compile_options_init(air_compile_options *o)
+{
+	if (!o)
+		return;
+	memset(o, 0, sizeof *o);
+	o->size = sizeof *o;
+}
+
+void air_model_destroy(air_model *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->n_steps; i++)
+		if (m->steps[i].prepared && m->steps[i].kernel->release)
+			m->steps[i].kernel->release(m->steps[i].prepared);
+	free(m->steps);
+	free(m->root);
+	free(m->is_output);
+	free(m->report);
+	rt_pool_destroy(m->own_pool);
+	air_graph_destroy(m->g);
+	free(m);
+}
+
+/* A call describing node k as far as it is known at compile time: constant
+ * inputs have data and dims; other dims are -1 where symbolic. */
+static void compile_time_call(const air_graph *g, const ir_node *n, k_call *call, k_tensor *in, k_tensor *out,
+			      k_attr *attrs, bool *in_const)
+{
+	memset(call, 0, sizeof *call);
+	for (int i = 0; i < n->n_in; i++) {
+		const ir_value *v = &g->values[n->in[i]];
+		k_tensor *t = &in[i];
+		memset(t, 0, sizeof *t);
+		t->dtype = v->dtype;
+		t->rank = v->rank;
+		t->numel = 1;
+		for (int d = 0; d < v->rank; d++) {
+			t->dims[d] = v->dims[d] >= 0 ? v->dims[d] : -1;
+			t->numel = (t->numel < 0 || t->dims[d] < 0) ? -1 : t->numel * t->dims[d];
+		}
+		in_const[i] = v->kind == IR_CONSTANT;
+		if (in_const[i])
+			t->data = (void *)g->consts[v->index].data;
+	}
+	for (int o = 0; o < n->n_out; o++) {
+		const ir_value *v = &g->values[n->out[o]];
+		k_tensor *t = &out[o];
+		memset(t, 0, sizeof *t);
+		t->dtype = v->dtype;
+		t->rank = v->rank;
+		t->numel = 1;
+		for (int d = 0; d < v->rank; d++) {
+			t->dims[d] = v->dims[d] >= 0 ? v->dims[d] : -1;
+			t->numel = (t->numel < 0 || t->dims[d] < 0) ? -1 : t->numel * t->dims[d];
+		}
+	}
+	for (int a = 0; a < IR_MAX_ATTRS; a++) {
+		attrs[a].i = n->attrs[a].i;
+		attrs[a].f = n->attrs[a].f;
+		attrs[a].ints = n->attrs[a].ints;
+		attrs[a].n = n->attrs[a].n;
+	}
+	call->attrs = attrs;
+	call->in = in;
+	call->n_in = n->n_in;
+	call->out = out;
+	call->n_out = n->n_out;
+	call->in_const = in_const;
+}
+
+static air_status choose_kernels(air_model *m)
+{
+	air_graph *g = m->g;
+	unsigned isa = kcpu_features();
+	static k_tensor in[OP_MAX_IN], out[OP_MAX_OUT];
+	k_attr attrs[IR_MAX_ATTRS];
+	bool in_const[OP_MAX_IN];
+	for (int s = 0; s < m->n_steps; s++) {
+		rt_step *st = &m->steps[s];
+		const ir_node *n = &g->nodes[st->node];
+		const op_def *def = op_get(n->op);
+		st->kernel = &def->ref;
+		if (m->flags & AIR_COMPILE_REFERENCE_KERNELS)
+			continue;
+		k_call call;
+		k_tensor tin[OP_MAX_IN], tout[OP_MAX_OUT];
+		(void)in;
+		(void)out;
+		compile_time_call(g, n, &call, tin, tout, attrs, in_const);
+		for (const k_kernel *const *k = kreg_fast_kernels(n->op); *k; k++) {
+			if (((*k)->isa & isa) != (*k)->isa)
+				continue;
+			if ((*k)->supports && !(*k)->supports(&call))
+				continue;
+			st->kernel = *k;
+			break;
+		}
+		if (st->kernel->prepare) {
+			call.pool = m->pool;
+			air_status r = st->kernel->prepare(&call, &st->prepared);
+			if (r != AIR_OK)
+				return air_error_context(r, "preparing %s for node %d", st->kernel->name, st->node);
+		}
+	}
+	return AIR_OK;
+}
+
+/* Which values share memory: an alias op's output uses its input's root,
+ * unless the output is a graph output (then the step copies instead). */
+static air_status plan_aliases(air_model *m)
+{
+	air_graph *g = m->g;
+	m->root = malloc(sizeof *m->root * (size_t)(g->n_values + 1));
+	m->is_output = calloc((size_t)g->n_values + 1, sizeof *m->is_output);
+	if (!m->root || !m->is_output)
+		return air_error(AIR_OUT_OF_MEMORY, "compile: no memory");
+	for (int v = 0; v < g->n_values; v++)
+		m->root[v] = v;
+	for (int i = 0; i < g->n_outputs; i++)
+		m->is_output[g->outputs[i]] = true;
+	for (int s = 0; s < m->n_steps; s++) {
+		rt_step *st = &m->steps[s];
+		const ir_node *n = &g->nodes[st->node];
+		if (!(op_get(n->op)->flags & OPF_ALIAS) || m->is_output[n->out[0]])
+			continue;
+		st->alias = true;
+		m->root[n->out[0]] = m->root[n->in[0]];
+	}
+	return AIR_OK;
+}
+
+static air_status rt_compile(const air_graph *graph, const air_compile_options *o, air_model *m)
+{
+	AIR_TRY(ir_graph_clone(graph, &m->g));
+	AIR_TRY(air_graph_verify(m->g));
+	/* passes come here (none yet): each graph -> graph, verified after */
+	m->n_steps = m->g->n_nodes;
+	m->steps = calloc((size_t)m->n_steps + 1, sizeof *m->steps);
+	if (!m->steps)
+		return air_error(AIR_OUT_OF_MEMORY, "compile: no memory");
+	for (int s = 0; s < m->n_steps; s++)
+		m->steps[s].node = s;
+	if (o->num_threads > 0) {
+		AIR_TRY(rt_pool_create(o->num_threads, &m->own_pool));
+		m->pool = m->own_pool;
+	} else {
+		m->pool = rt_pool_default();
+	}
+	AIR_TRY(choose_kernels(m));
+	AIR_TRY(plan_aliases(m));
+	return rt_model_report(m);
+}
+
+air_status air_compile(const air_graph *graph, const air_compile_options *options, air_model **out)
+{
+	if (!out)
+		return air_error(AIR_INVALID_ARGUMENT, "air_compile: out is NULL");
+	*out = NULL;
+	if (!graph)
+		return air_error(AIR_INVALID_ARGUMENT, "air_compile: graph is NULL");
+	air_compile_options o;
+	air_compile_options_init(&o);
+	if (options) {
+		if (options->size < offsetof(air_compile_options, fusion_threshold) + sizeof(int) ||
+		    options->size > 4096)
+			return air_error(AIR_INVALID_ARGUMENT, "air_compile: options.size is %zu; call "
+							       "air_compile_options_init",
+					 options->size);
+		memcpy(&o, options, sizeof o < options->size ? sizeof o : options->size);
+	}
+	if (o.num_threads < 0 || o.num_threads > 1024)
+		return air_error(AIR_INVALID_ARGUMENT, "air_compile: num_threads %d is outside [0, 1024]",
+				 o.num_threads);
+	if (o.fusion_threshold < 0)
+		return air_error(AIR_INVALID_ARGUMENT, "air_compile: fusion_threshold is negative");
+	air_model *m = calloc(1, sizeof *m);
+	if (!m)
+		return air_error(AIR_OUT_OF_MEMORY, "air_compile: no memory");
+	m->flags = o.flags;
+	air_status st = rt_compile(graph, &o, m);
+	if (st != AIR_OK) {
+		air_model_destroy(m);
+		return st;
+	}
+	*out = m;
+	return AIR_OK;
+}
+
+int air_model_input_count(const air_model *m)
+{
+	return m ? m->g->n_inputs : 0;
+}
+
+int air_model_output_count(const air_model *m)
+{
+	return m ? m->g->n_outputs : 0;
+}
+
+air_status air_model_input_info(const air_model *m, int i, air_dtype *dtype, int *rank, air_dim *dims)
+{
+	if (!m || i < 0 || i >= m->g->n_inputs)
+		return air_error(AIR_INVALID_ARGUMENT, "air_model_input_info: no input %d", i);
+	return air_graph_value_info(m->g, m->g->inputs[i], dtype, rank, dims);
+}
+
+air_status air_model_output_info(const air_model *m, int i, air_dtype *dtype, int *rank, air_dim *dims)
+{
+	if (!m || i < 0 || i >= m->g->n_outputs)
+		return air_error(AIR_INVALID_ARGUMENT, "air_model_output_info: no output %d", i);
+	return air_graph_value_info(m->g, m->g->outputs[i], dtype, rank, dims);
+}
+
+const char *air_model_report(const air_model *m)
+{
+	return m && m->report ? m->report : "";
+}
+
+air_status air_set_num_threads(int n)
+{
+	return rt_pool_set_default_threads(n);
+}
+
+int air_get_num_threads(void)
+{
+	return rt_pool_size(rt_pool_default());
+}
