@@ -1,0 +1,271 @@
+"""From an ATen FX graph (after aot_autograd) to a runnable module: find the
+nodes libair supports, partition them into subgraphs with eager fallback
+between, lower each subgraph through the lowering table, compile it in C, and
+swap it in. A call then runs one C call per compiled subgraph."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.fx import GraphModule, Node
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from torchair import _C
+from torchair.config import CompilerConfig
+from torchair.errors import TorchairError, Unsupported
+from torchair.lowering import AVAILABLE_OUTPUTS, LOWERINGS, Lowerer, meta
+
+# Ops that move no data; a subgraph made only of these is not worth a C call.
+_VIEW_OPS = {
+    "torch.ops.aten.view.default",
+    "torch.ops.aten._unsafe_view.default",
+    "torch.ops.aten.reshape.default",
+    "torch.ops.aten.unsqueeze.default",
+    "torch.ops.aten.squeeze.dim",
+    "torch.ops.aten.squeeze.dims",
+    "torch.ops.aten.alias.default",
+    "torch.ops.aten.detach.default",
+    "_operator.getitem",
+}
+
+
+def op_name(node: Node) -> str:
+    t = node.target
+    return str(t) if isinstance(t, torch._ops.OpOverload) else getattr(t, "__name__", str(t))
+
+
+@dataclass
+class SubgraphReport:
+    name: str
+    ops: list[str]
+    compiled: bool
+    reason: str = ""
+    air_report: str = ""
+
+
+@dataclass
+class CompileReport:
+    """What one compile did: the subgraphs run in C (with their ops) and every
+    op that fell back to eager, with the reason."""
+
+    graph: str = "forward"
+    subgraphs: list[SubgraphReport] = field(default_factory=list)
+    fallbacks: list[tuple[str, str, str]] = field(default_factory=list)  # (node, op, reason)
+    total_ops: int = 0
+
+    @property
+    def compiled_ops(self) -> int:
+        return sum(len(s.ops) for s in self.subgraphs if s.compiled)
+
+    def __str__(self) -> str:
+        lines = [
+            f"torchair compile report ({self.graph} graph): {self.total_ops} ops, "
+            f"{self.compiled_ops} in {sum(s.compiled for s in self.subgraphs)} compiled subgraph(s), "
+            f"{len(self.fallbacks)} fallback op(s)"
+        ]
+        for s in self.subgraphs:
+            status = "compiled" if s.compiled else f"eager ({s.reason})"
+            counts: dict[str, int] = {}
+            for o in s.ops:
+                counts[o] = counts.get(o, 0) + 1
+            ops = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in counts.items())
+            lines.append(f"  subgraph {s.name}: {len(s.ops)} ops, {status}: {ops}")
+        for node, op, reason in self.fallbacks:
+            lines.append(f"  fallback {node}: {op}: {reason}")
+        return "\n".join(lines)
+
+
+def check_node(node: Node) -> str | None:
+    """None if libair can run node, else the reason it cannot."""
+    fn = LOWERINGS.get(node.target)
+    if fn is None:
+        return "no torchair lowering for this op"
+    val = meta(node)
+    if isinstance(val, (tuple, list)):
+        available = AVAILABLE_OUTPUTS.get(node.target, frozenset(range(len(val))))
+        for user in node.users:
+            if user.target is not operator.getitem or user.args[1] not in available:
+                return "an output that torchair does not produce is used"
+    elif not isinstance(val, torch.Tensor):
+        return "does not produce a tensor"
+    if node.target is operator.getitem:
+        src = node.args[0]
+        if not isinstance(src, Node) or check_node(src) is not None:
+            return "its source runs in eager"
+        return None
+    L = Lowerer()
+    try:
+        for inp in node.all_input_nodes:
+            v = meta(inp)
+            if isinstance(v, torch.Tensor):
+                L.add_input(inp)
+            elif isinstance(v, torch.SymInt):
+                pass
+            else:
+                return f"input {inp.name} is not a tensor"
+        fn(L, node)
+    except Unsupported as e:
+        return str(e)
+    except TorchairError as e:
+        return e.args[2] if len(e.args) > 2 else str(e)
+    return None
+
+
+class _Support(OperatorSupportBase):
+    def __init__(self, reasons: dict[Node, str]) -> None:
+        self.reasons = reasons
+
+    def is_node_supported(self, submodules: Any, node: Node) -> bool:
+        if node.op != "call_function":
+            return False
+        reason = check_node(node)
+        if reason is not None:
+            self.reasons[node] = reason
+            return False
+        return True
+
+
+def _split(partitions: list[Partition], order: dict[Node, int], limit: int) -> list[Partition]:
+    """Splits each partition into runs of at most limit nodes in graph order.
+    Consecutive runs of a convex partition are convex, so no cycle appears."""
+    out: list[Partition] = []
+    for p in partitions:
+        nodes = sorted(p.nodes, key=order.__getitem__)
+        for i in range(0, len(nodes), limit):
+            out.append(Partition(id=len(out), nodes=nodes[i : i + limit]))
+    return out
+
+
+def _compile_flags(config: CompilerConfig) -> int:
+    flags = 0
+    if not config.enable_operator_fusion:
+        flags |= _C.COMPILE_NO_FUSION
+    if not config.enable_memory_optimization:
+        flags |= _C.COMPILE_NO_MEMORY_REUSE
+    if config.dynamic_graph_mode:
+        flags |= _C.COMPILE_OP_BY_OP
+    return flags
+
+
+class AirSubgraph:
+    """Runs one compiled subgraph: one C call. Replaces a fused submodule."""
+
+    def __init__(self, model: Any, tensor_args: list[int] | None, single: bool, report: str) -> None:
+        self.model = model
+        self.tensor_args = tensor_args
+        self.single = single
+        self.air_report = report
+
+    def __call__(self, *args: Any) -> Any:
+        if self.tensor_args is not None:
+            args = tuple(args[i] for i in self.tensor_args)
+        outs = self.model.run(args)
+        return outs[0] if self.single else tuple(outs)
+
+
+def lower_subgraph(sub: GraphModule, arg_nodes: Sequence[Any], config: CompilerConfig) -> AirSubgraph:
+    """Lowers a fused submodule; arg_nodes are the outer graph's arguments
+    (whose meta gives the types of the submodule's placeholders)."""
+    L = Lowerer()
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    tensor_args: list[int] = []
+    in_dtypes: list[torch.dtype] = []
+    # first pass binds symbols from every tensor input, so that a SymInt
+    # placeholder can be expressed whatever the argument order
+    for i, (ph, outer) in enumerate(zip(placeholders, arg_nodes)):
+        val = meta(outer)
+        if isinstance(val, torch.Tensor):
+            ph.meta["val"] = val
+            L.add_input(ph)
+            tensor_args.append(i)
+            in_dtypes.append(val.dtype)
+        elif isinstance(val, torch.SymInt):
+            ph.meta["val"] = val
+        else:
+            raise Unsupported(f"subgraph input {ph.name} is a {type(val).__name__}")
+    out_node = None
+    for n in sub.graph.nodes:
+        if n.op == "placeholder":
+            continue
+        if n.op == "output":
+            out_node = n
+            continue
+        if n.op == "get_attr":
+            t = getattr(sub, n.target)
+            if not isinstance(t, torch.Tensor):
+                raise Unsupported(f"attribute {n.target} is not a tensor")
+            L.env[n] = L.add_constant(t)
+            continue
+        L.env[n] = LOWERINGS[n.target](L, n)
+    assert out_node is not None
+    result = out_node.args[0]
+    single = not isinstance(result, (tuple, list))
+    results = [result] if single else list(result)
+    outs = [L.value(r) for r in results]
+    out_dtypes = [meta(r).dtype for r in results]
+    L.g.outputs(outs)
+    threads = torch.get_num_threads()
+    model = L.g.compile(
+        in_dtypes, out_dtypes, _empty, flags=_compile_flags(config), num_threads=0,
+        fusion_threshold=config.fusion_threshold or 0,
+    )
+    del threads
+    all_tensors = len(tensor_args) == len(placeholders)
+    return AirSubgraph(model, None if all_tensors else tensor_args, single, model.report())
+
+
+def _empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    return torch.empty(shape, dtype=dtype)
+
+
+def compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str = "forward") -> tuple[GraphModule, CompileReport]:
+    """Partitions gm, compiles the supported parts, returns the new module."""
+    report = CompileReport(graph=graph_kind)
+    report.total_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+    reasons: dict[Node, str] = {}
+    support = _Support(reasons)
+    partitioner = CapabilityBasedPartitioner(
+        gm, support, allows_single_node_partition=True, non_compute_ops=list(_VIEW_OPS)
+    )
+    partitions = partitioner.propose_partitions()
+    limit = 1 if config.dynamic_graph_mode else config.max_static_subgraph_ops
+    if limit is not None:
+        order = {n: i for i, n in enumerate(gm.graph.nodes)}
+        partitions = _split(partitions, order, limit)
+    in_partition = {n for p in partitions for n in p.nodes}
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n not in in_partition:
+            reason = reasons.get(n) or check_node(n) or "kept in eager beside unsupported neighbours"
+            report.fallbacks.append((n.name, op_name(n), reason))
+    if not partitions:
+        return gm, report
+    part_ops = {}
+    fused = partitioner.fuse_partitions(partitions, prefix="air_") if hasattr(partitioner, "fuse_partitions") else None
+    if fused is None:
+        from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
+
+        fused = fuse_by_partitions(gm, [{n: None for n in p.nodes} for p in partitions], prefix="air_")
+    for node in list(fused.graph.nodes):
+        if node.op != "call_module" or not str(node.target).startswith("air_"):
+            continue
+        sub = getattr(fused, node.target)
+        ops = [op_name(n) for n in sub.graph.nodes if n.op == "call_function"]
+        part_ops[node.target] = ops
+        try:
+            compiled = lower_subgraph(sub, node.args, config)
+        except (Unsupported, TorchairError) as e:
+            reason = str(e) if isinstance(e, Unsupported) else (e.args[2] if len(e.args) > 2 else str(e))
+            report.subgraphs.append(SubgraphReport(node.target, ops, False, reason))
+            for n in sub.graph.nodes:
+                if n.op == "call_function":
+                    report.fallbacks.append((n.name, op_name(n), f"its subgraph failed to compile: {reason}"))
+            continue
+        setattr(fused, node.target, compiled)
+        report.subgraphs.append(SubgraphReport(node.target, ops, True, "", compiled.air_report))
+    fused.recompile()
+    return fused, report

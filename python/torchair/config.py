@@ -1,0 +1,116 @@
+"""Compiler options (SPEC.md section 2): ``CompilerConfig`` keeps the original
+TorchAir names, validates every option by name and type, and refuses an option
+whose feature is not built yet instead of ignoring it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from torchair.errors import NotBuiltError, OptionError
+
+
+@dataclass(frozen=True)
+class _Option:
+    default: Any
+    types: tuple[type, ...]
+    doc: str
+
+
+_OPTIONS: dict[str, _Option] = {
+    "enable_operator_fusion": _Option(True, (bool,), "fusion passes; False keeps one kernel per op"),
+    "enable_memory_optimization": _Option(
+        True, (bool,), "static memory plan with buffer reuse; False gives each value its own buffer"
+    ),
+    "fusion_threshold": _Option(None, (int, type(None)), "largest number of ops in one fused group"),
+    "max_static_subgraph_ops": _Option(
+        None, (int, type(None)), "largest number of ops in one compiled subgraph; larger graphs are split"
+    ),
+    "mixed_precision": _Option(None, (str, type(None)), "'bf16' or 'fp16' weights and matmul/conv"),
+    "dynamic_axes": _Option(None, (dict, type(None)), "{input_name: {axis: 'name'}} compiled as symbols"),
+    "enable_dynamic_shape": _Option(True, (bool,), "accept symbolic shapes from dynamic=True / mark_dynamic"),
+    "dynamic_graph_mode": _Option(False, (bool,), "run the captured graph op by op through the runtime"),
+    "freezing": _Option(None, (bool, type(None)), "treat parameters as constants (folding, prepacking)"),
+    "mode": _Option(None, (str, type(None)), "'reduce-overhead' or 'max-autotune'"),
+}
+
+_MODES = (None, "default", "reduce-overhead", "max-autotune")
+
+
+def valid_options() -> list[str]:
+    return sorted(_OPTIONS)
+
+
+class CompilerConfig:
+    """The options of one torchair backend. Attribute names are the option
+    names; setting an unknown attribute or a value of the wrong type raises
+    ``OptionError`` naming the option and listing the valid ones."""
+
+    def __init__(self, **options: Any) -> None:
+        for name, opt in _OPTIONS.items():
+            object.__setattr__(self, name, opt.default)
+        for name, value in options.items():
+            setattr(self, name, value)
+
+    # The article's form: config.compiler_config.max_static_subgraph_ops = 10
+    @property
+    def compiler_config(self) -> CompilerConfig:
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        opt = _OPTIONS.get(name)
+        if opt is None:
+            raise OptionError(
+                2, "invalid argument", f"unknown torchair option {name!r}; valid options: {', '.join(valid_options())}"
+            )
+        # bool is an int in Python; an int option must not silently take True
+        if not isinstance(value, opt.types) or (isinstance(value, bool) and bool not in opt.types):
+            names = " or ".join("None" if t is type(None) else t.__name__ for t in opt.types)
+            raise OptionError(
+                1, "invalid argument", f"option {name!r} must be {names}, got {type(value).__name__} {value!r}"
+            )
+        if name in ("fusion_threshold", "max_static_subgraph_ops") and value is not None and value < 1:
+            raise OptionError(1, "invalid argument", f"option {name!r} must be at least 1, got {value}")
+        if name == "mode" and value not in _MODES:
+            raise OptionError(1, "invalid argument", f"mode must be one of {_MODES[1:]}, got {value!r}")
+        if name == "mixed_precision" and value not in (None, "bf16", "fp16"):
+            raise OptionError(1, "invalid argument", f"mixed_precision must be 'bf16' or 'fp16', got {value!r}")
+        object.__setattr__(self, name, value)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _OPTIONS}
+
+    def check_built(self) -> None:
+        """Refuses options whose feature is not built yet (never ignores them)."""
+        if self.mixed_precision is not None:
+            raise NotBuiltError(2, "unsupported", "option 'mixed_precision' is not built yet in this torchair")
+        if self.dynamic_axes is not None:
+            raise NotBuiltError(
+                2,
+                "unsupported",
+                "option 'dynamic_axes' is not built yet; use torch.compile(..., dynamic=True) "
+                "with enable_dynamic_shape=True",
+            )
+        if self.freezing:
+            raise NotBuiltError(2, "unsupported", "option 'freezing' is not built yet in this torchair")
+        if self.mode == "max-autotune":
+            raise NotBuiltError(2, "unsupported", "mode 'max-autotune' is not built yet in this torchair")
+
+    def __repr__(self) -> str:
+        return f"CompilerConfig({', '.join(f'{k}={v!r}' for k, v in self.as_dict().items())})"
+
+
+def get_npu_backend_config() -> CompilerConfig:
+    return CompilerConfig()
+
+
+def config_from(options: dict[str, Any] | None, mode: str | None) -> CompilerConfig:
+    config = CompilerConfig()
+    if options is not None:
+        if not isinstance(options, dict):
+            raise OptionError(1, "invalid argument", f"options must be a dict, got {type(options).__name__}")
+        for name, value in options.items():
+            setattr(config, name, value)
+    if mode is not None:
+        config.mode = mode
+    return config

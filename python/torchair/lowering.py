@@ -1,0 +1,834 @@
+"""Lowering from ATen FX graphs to libair graphs, through one table.
+
+``LOWERINGS`` maps each supported ATen overload to a function that emits the
+libair nodes for it. Adding an op: its C op (op table entry, kernel, tests),
+then one entry here. The same functions serve the support check: a node is
+supported exactly when its lowering succeeds on a scratch graph, so the check
+sees dtypes and attributes, not only the op name.
+
+Types come from each node's ``meta['val']`` (fake tensors); symbolic sizes
+(SymInts) become libair dim expressions over symbols bound by input dims.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sympy
+import torch
+from torch.fx import Node
+
+from torchair import _C
+from torchair.dtypes import TORCH_TO_AIR
+from torchair.errors import Unsupported
+
+aten = torch.ops.aten
+
+Value = int  # a libair value id
+Lowering = Callable[["Lowerer", Node], Any]
+
+LOWERINGS: dict[Any, Lowering] = {}
+# For ops with several outputs: which getitem indices libair produces.
+AVAILABLE_OUTPUTS: dict[Any, frozenset[int]] = {}
+
+_DIM_ADD, _DIM_SUB, _DIM_MUL, _DIM_FLOORDIV, _DIM_CEILDIV, _DIM_MOD, _DIM_MIN, _DIM_MAX = range(8)
+_INT64_MAX = 2**63 - 1
+
+
+def lowers(*targets: Any, outputs: Sequence[int] | None = None) -> Callable[[Lowering], Lowering]:
+    def register(fn: Lowering) -> Lowering:
+        for t in targets:
+            LOWERINGS[t] = fn
+            if outputs is not None:
+                AVAILABLE_OUTPUTS[t] = frozenset(outputs)
+        return fn
+
+    return register
+
+
+def meta(node: Any) -> Any:
+    return node.meta.get("val") if isinstance(node, Node) else None
+
+
+def air_dtype(dtype: torch.dtype) -> int:
+    code = TORCH_TO_AIR.get(dtype)
+    if code is None:
+        raise Unsupported(f"dtype {dtype} is not supported")
+    return code
+
+
+class Lowerer:
+    """Builds one libair graph from FX nodes. ``env`` maps each FX node to its
+    libair value (or a tuple of values for multi-output ops)."""
+
+    def __init__(self) -> None:
+        self.g = _C.Graph()
+        self.env: dict[Node, Any] = {}
+        self.symbols: dict[sympy.Symbol, int] = {}
+        self._scalar_cache: dict[tuple[Any, int], Value] = {}
+
+    # ---- symbolic sizes -------------------------------------------------
+
+    def dim(self, size: Any) -> int:
+        """A libair dim for an int or SymInt."""
+        if isinstance(size, int):
+            return size
+        if isinstance(size, torch.SymInt):
+            expr = size.node.expr
+            if expr.is_number:
+                return int(expr)
+            return self._expr(expr)
+        raise Unsupported(f"size {size!r} is not an int")
+
+    def dims(self, sizes: Sequence[Any]) -> list[int]:
+        return [self.dim(s) for s in sizes]
+
+    def bind_symbols(self, sizes: Sequence[Any], name: str) -> None:
+        """Creates a symbol for each bare-symbol size of an input."""
+        for i, s in enumerate(sizes):
+            if isinstance(s, torch.SymInt):
+                expr = s.node.expr
+                if isinstance(expr, sympy.Symbol) and expr not in self.symbols:
+                    self.symbols[expr] = self.g.symbol(str(expr))
+
+    def _expr(self, e: sympy.Expr) -> int:
+        if e.is_Integer:
+            v = int(e)
+            if v < 0:
+                raise Unsupported(f"negative size expression {e}")
+            return v
+        if isinstance(e, sympy.Symbol):
+            if e not in self.symbols:
+                raise Unsupported(f"symbol {e} is not a dim of any input of this subgraph")
+            return self.symbols[e]
+        if isinstance(e, sympy.Add):
+            pos, neg = [], []
+            for term in e.args:
+                coeff, rest = term.as_coeff_Mul()
+                if coeff < 0:
+                    neg.append(-coeff * rest)
+                else:
+                    pos.append(term)
+            acc = self._fold(_DIM_ADD, [self._expr(t) for t in pos])
+            for t in neg:
+                acc = self.g.dim_expr(_DIM_SUB, acc, self._expr(t))
+            return acc
+        if isinstance(e, sympy.Mul):
+            return self._fold(_DIM_MUL, [self._expr(t) for t in e.args])
+        name = type(e).__name__
+        ops = {"FloorDiv": _DIM_FLOORDIV, "CeilDiv": _DIM_CEILDIV, "PythonMod": _DIM_MOD, "Mod": _DIM_MOD}
+        if name in ops:
+            a, b = e.args
+            return self.g.dim_expr(ops[name], self._expr(a), self._expr(b))
+        if name in ("Max", "Min"):
+            return self._fold(_DIM_MAX if name == "Max" else _DIM_MIN, [self._expr(t) for t in e.args])
+        raise Unsupported(f"size expression {e} ({name}) is not supported")
+
+    def _fold(self, op: int, dims: list[int]) -> int:
+        acc = dims[0]
+        for d in dims[1:]:
+            acc = self.g.dim_expr(op, acc, d)
+        return acc
+
+    # ---- values ---------------------------------------------------------
+
+    def add_input(self, node: Node) -> Value:
+        val = meta(node)
+        if not isinstance(val, torch.Tensor):
+            raise Unsupported(f"input {node.name} is not a tensor")
+        if val.device.type != "cpu":
+            raise Unsupported(f"input {node.name} is on {val.device}")
+        self.bind_symbols(val.shape, node.name)
+        v = self.g.input(air_dtype(val.dtype), self.dims(val.shape), node.name)
+        self.env[node] = v
+        return v
+
+    def add_constant(self, tensor: torch.Tensor) -> Value:
+        if tensor.device.type != "cpu":
+            raise Unsupported(f"constant on {tensor.device}")
+        t = tensor.detach()
+        if not t.is_contiguous():
+            t = t.contiguous()
+        return self.g.constant(t.data_ptr(), air_dtype(t.dtype), list(t.shape), t, True)
+
+    def scalar(self, value: float | int | bool, dtype: torch.dtype) -> Value:
+        """A 0-d constant of dtype (copied into the graph)."""
+        code = air_dtype(dtype)
+        key = (value, code, type(value))
+        v = self._scalar_cache.get(key)
+        if v is None:
+            t = torch.tensor(value, dtype=dtype)
+            v = self.g.constant(t.data_ptr(), code, [], t, False)
+            self._scalar_cache[key] = v
+        return v
+
+    def value(self, arg: Any) -> Value:
+        if not isinstance(arg, Node):
+            raise Unsupported(f"expected a tensor, got {type(arg).__name__}")
+        v = self.env.get(arg)
+        if v is None or isinstance(v, tuple):
+            raise Unsupported(f"{arg.name} has no single libair value")
+        return v
+
+    def operand(self, arg: Any, dtype: torch.dtype) -> Value:
+        """arg (a tensor node or a Python number) as a value of dtype."""
+        if isinstance(arg, Node):
+            v = self.value(arg)
+            return self.cast(v, dtype)
+        if isinstance(arg, (bool, int, float)):
+            return self.scalar(arg, dtype)
+        raise Unsupported(f"operand {arg!r} is not a tensor or number")
+
+    def dtype_of(self, v: Value) -> int:
+        return self.g.value_info(v)[0]
+
+    def shape_of(self, v: Value) -> tuple[int, ...]:
+        return self.g.value_info(v)[1]
+
+    def cast(self, v: Value, dtype: torch.dtype) -> Value:
+        code = air_dtype(dtype)
+        if self.dtype_of(v) == code:
+            return v
+        return self.node("cast", [v], {"dtype": code})
+
+    def node(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None) -> Any:
+        outs = self.g.node(op, list(inputs), attrs or {})
+        return outs[0] if len(outs) == 1 else outs
+
+
+# ---- helpers ---------------------------------------------------------------
+
+
+def out_val(node: Node) -> torch.Tensor:
+    val = meta(node)
+    if not isinstance(val, torch.Tensor):
+        raise Unsupported(f"{node.name} does not produce a tensor")
+    return val
+
+
+def arg(node: Node, i: int, name: str, default: Any = None) -> Any:
+    if len(node.args) > i:
+        return node.args[i]
+    return node.kwargs.get(name, default)
+
+
+def norm_axis(axis: int, rank: int) -> int:
+    a = axis + rank if axis < 0 else axis
+    if not 0 <= a < max(rank, 1):
+        raise Unsupported(f"axis {axis} out of range for rank {rank}")
+    return a
+
+
+def result_dtype(a: Any, b: Any) -> torch.dtype:
+    ma = meta(a) if isinstance(a, Node) else a
+    mb = meta(b) if isinstance(b, Node) else b
+    return torch.result_type(ma, mb)
+
+
+def is_float(dtype: torch.dtype) -> bool:
+    return dtype in (torch.float32, torch.float64)
+
+
+# ---- elementwise -----------------------------------------------------------
+
+_UNARY = {
+    aten.neg.default: "neg",
+    aten.abs.default: "abs",
+    aten.exp.default: "exp",
+    aten.log.default: "log",
+    aten.log1p.default: "log1p",
+    aten.expm1.default: "expm1",
+    aten.sqrt.default: "sqrt",
+    aten.rsqrt.default: "rsqrt",
+    aten.sin.default: "sin",
+    aten.cos.default: "cos",
+    aten.tanh.default: "tanh",
+    aten.sigmoid.default: "sigmoid",
+    aten.erf.default: "erf",
+    aten.relu.default: "relu",
+    aten.silu.default: "silu",
+    aten.hardswish.default: "hardswish",
+    aten.hardsigmoid.default: "hardsigmoid",
+    aten.reciprocal.default: "reciprocal",
+    aten.floor.default: "floor",
+    aten.ceil.default: "ceil",
+    aten.round.default: "round",
+    aten.trunc.default: "trunc",
+    aten.sign.default: "sign",
+    aten.logical_not.default: "logical_not",
+    aten.bitwise_not.default: "bitwise_not",
+    aten.isnan.default: "isnan",
+}
+
+
+def _unary(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    x = L.value(n.args[0])
+    op = _UNARY[n.target]
+    if op in ("logical_not", "isnan"):
+        return L.node(op, [x])
+    # float ops on integer inputs: torch promotes to the default float dtype
+    return L.node(op, [L.cast(x, out.dtype)])
+
+
+for _t in _UNARY:
+    LOWERINGS[_t] = _unary
+
+
+@lowers(aten.gelu.default)
+def _gelu(L: Lowerer, n: Node) -> Value:
+    approx = n.kwargs.get("approximate", n.args[1] if len(n.args) > 1 else "none")
+    return L.node("gelu_tanh" if approx == "tanh" else "gelu", [L.value(n.args[0])])
+
+
+@lowers(aten.hardtanh.default, aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default)
+def _clamp(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    x = L.cast(L.value(n.args[0]), out.dtype)
+    if n.target == aten.hardtanh.default:
+        lo, hi = arg(n, 1, "min_val", -1.0), arg(n, 2, "max_val", 1.0)
+    elif n.target == aten.clamp_min.default:
+        lo, hi = arg(n, 1, "min"), None
+    elif n.target == aten.clamp_max.default:
+        lo, hi = None, arg(n, 1, "max")
+    else:
+        lo, hi = arg(n, 1, "min"), arg(n, 2, "max")
+    for b in (lo, hi):
+        if b is not None and not isinstance(b, (int, float)):
+            raise Unsupported("clamp bounds must be numbers")
+    attrs = {"has_min": int(lo is not None), "has_max": int(hi is not None)}
+    if lo is not None:
+        attrs["min"] = float(lo)
+    if hi is not None:
+        attrs["max"] = float(hi)
+    return L.node("clamp", [x], attrs)
+
+
+@lowers(aten.leaky_relu.default)
+def _leaky_relu(L: Lowerer, n: Node) -> Value:
+    return L.node("leaky_relu", [L.value(n.args[0])], {"negative_slope": float(arg(n, 1, "negative_slope", 0.01))})
+
+
+_BINARY = {
+    aten.add.Tensor: "add",
+    aten.add.Scalar: "add",
+    aten.sub.Tensor: "sub",
+    aten.sub.Scalar: "sub",
+    aten.rsub.Scalar: "rsub",
+    aten.rsub.Tensor: "rsub",
+    aten.mul.Tensor: "mul",
+    aten.mul.Scalar: "mul",
+    aten.div.Tensor: "div",
+    aten.div.Scalar: "div",
+    aten.pow.Tensor_Scalar: "pow",
+    aten.pow.Tensor_Tensor: "pow",
+    aten.pow.Scalar: "pow",
+    aten.maximum.default: "maximum",
+    aten.minimum.default: "minimum",
+    aten.remainder.Tensor: "remainder",
+    aten.remainder.Scalar: "remainder",
+    aten.floor_divide.default: "floor_divide",
+    aten.bitwise_and.Tensor: "bitwise_and",
+    aten.bitwise_and.Scalar: "bitwise_and",
+    aten.bitwise_or.Tensor: "bitwise_or",
+    aten.bitwise_or.Scalar: "bitwise_or",
+    aten.bitwise_xor.Tensor: "bitwise_xor",
+    aten.bitwise_xor.Scalar: "bitwise_xor",
+}
+
+
+def _binary(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    op = _BINARY[n.target]
+    a, b = n.args[0], n.args[1]
+    if op == "pow" and isinstance(b, (int, float)) and not isinstance(b, bool):
+        if b == 2:
+            x = L.operand(a, out.dtype)
+            return L.node("mul", [x, x])
+        if b == 0.5 and is_float(out.dtype):
+            return L.node("sqrt", [L.operand(a, out.dtype)])
+        if b == 1:
+            return L.node("copy", [L.operand(a, out.dtype)])
+    alpha = n.kwargs.get("alpha", n.args[2] if len(n.args) > 2 else 1)
+    if op == "rsub":
+        a, b, op = b, a, "sub"
+    x, y = L.operand(a, out.dtype), L.operand(b, out.dtype)
+    if alpha != 1 and op in ("add", "sub"):
+        y = L.node("mul", [y, L.scalar(alpha, out.dtype)])
+    if n.target == aten.div.Tensor and n.kwargs.get("rounding_mode") is not None:
+        raise Unsupported("div with rounding_mode")
+    return L.node(op, [x, y])
+
+
+for _t in _BINARY:
+    LOWERINGS[_t] = _binary
+
+
+@lowers(aten.div.Tensor_mode)
+def _div_mode(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    mode = n.kwargs.get("rounding_mode", n.args[2] if len(n.args) > 2 else None)
+    x, y = L.operand(n.args[0], out.dtype), L.operand(n.args[1], out.dtype)
+    if mode == "floor":
+        return L.node("floor_divide", [x, y])
+    if mode == "trunc" and is_float(out.dtype):
+        return L.node("trunc", [L.node("div", [x, y])])
+    if mode is None and is_float(out.dtype):
+        return L.node("div", [x, y])
+    raise Unsupported(f"div rounding_mode={mode!r} on {out.dtype}")
+
+
+_COMPARE = {
+    aten.eq.Tensor: "eq",
+    aten.eq.Scalar: "eq",
+    aten.ne.Tensor: "ne",
+    aten.ne.Scalar: "ne",
+    aten.lt.Tensor: "lt",
+    aten.lt.Scalar: "lt",
+    aten.le.Tensor: "le",
+    aten.le.Scalar: "le",
+    aten.gt.Tensor: "gt",
+    aten.gt.Scalar: "gt",
+    aten.ge.Tensor: "ge",
+    aten.ge.Scalar: "ge",
+    aten.logical_and.default: "logical_and",
+    aten.logical_or.default: "logical_or",
+    aten.logical_xor.default: "logical_xor",
+}
+
+
+def _compare(L: Lowerer, n: Node) -> Value:
+    a, b = n.args[0], n.args[1]
+    dt = result_dtype(a, b)
+    return L.node(_COMPARE[n.target], [L.operand(a, dt), L.operand(b, dt)])
+
+
+for _t in _COMPARE:
+    LOWERINGS[_t] = _compare
+
+
+@lowers(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
+def _where(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    cond = L.cast(L.value(n.args[0]), torch.bool)
+    return L.node("where", [cond, L.operand(n.args[1], out.dtype), L.operand(n.args[2], out.dtype)])
+
+
+@lowers(aten._to_copy.default, aten.to.dtype)
+def _to_copy(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    if out.device.type != "cpu":
+        raise Unsupported(f"copy to {out.device}")
+    x = L.value(n.args[0])
+    if L.dtype_of(x) == air_dtype(out.dtype):
+        return L.node("copy", [x])
+    return L.cast(x, out.dtype)
+
+
+@lowers(aten.scalar_tensor.default)
+def _scalar_tensor(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    return L.node("copy", [L.scalar(n.args[0], out.dtype)])
+
+
+# ---- shapes ----------------------------------------------------------------
+
+
+@lowers(
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.flatten.using_ints,
+    aten.lift_fresh_copy.default,
+)
+def _reshape(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    return L.node("reshape", [L.value(n.args[0])], {"shape": L.dims(out.shape)})
+
+
+@lowers(aten.clone.default)
+def _clone(L: Lowerer, n: Node) -> Value:
+    return L.node("copy", [L.value(n.args[0])])
+
+
+@lowers(aten.permute.default)
+def _permute(L: Lowerer, n: Node) -> Value:
+    return L.node("permute", [L.value(n.args[0])], {"perm": list(n.args[1])})
+
+
+@lowers(aten.t.default, aten.transpose.int)
+def _transpose(L: Lowerer, n: Node) -> Value:
+    x = L.value(n.args[0])
+    rank = len(L.shape_of(x))
+    if n.target == aten.t.default:
+        d0, d1 = 0, min(1, rank - 1)
+    else:
+        d0, d1 = norm_axis(n.args[1], rank), norm_axis(n.args[2], rank)
+    perm = list(range(rank))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return L.node("permute", [x], {"perm": perm})
+
+
+@lowers(aten.expand.default)
+def _expand(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    return L.node("expand", [L.value(n.args[0])], {"shape": L.dims(out.shape)})
+
+
+def _slice_bounds(L: Lowerer, size: Any, start: Any, end: Any) -> tuple[int, int]:
+    """Normalizes Python slice bounds to [start, end) within [0, size]."""
+    if isinstance(size, int) and isinstance(start, int) and isinstance(end, int):
+        s = max(0, min(size, start + size if start < 0 else start))
+        e = max(s, min(size, end + size if end < 0 else end))
+        return s, e
+    size_d = L.dim(size)
+    if isinstance(start, int) and start >= 0 and isinstance(end, int) and end >= _INT64_MAX // 2:
+        return L.g.dim_expr(_DIM_MIN, start, size_d), size_d
+    raise Unsupported("slice with symbolic bounds")
+
+
+@lowers(aten.slice.Tensor)
+def _slice(L: Lowerer, n: Node) -> Value:
+    x = L.value(n.args[0])
+    xv = meta(n.args[0])
+    rank = xv.dim()
+    axis = norm_axis(arg(n, 1, "dim", 0), rank)
+    start = arg(n, 2, "start", None)
+    end = arg(n, 3, "end", None)
+    step = arg(n, 4, "step", 1)
+    start = 0 if start is None else start
+    end = _INT64_MAX if end is None else end
+    start, end = _slice_bounds(L, xv.shape[axis], start, end)
+    return L.node("slice", [x], {"axis": axis, "start": start, "end": end, "step": int(step)})
+
+
+@lowers(aten.select.int)
+def _select(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    xv = meta(n.args[0])
+    axis = norm_axis(n.args[1], xv.dim())
+    index = n.args[2]
+    size = xv.shape[axis]
+    if not isinstance(index, int) or not isinstance(size, int):
+        raise Unsupported("select with a symbolic index or size")
+    if index < 0:
+        index += size
+    s = L.node("slice", [L.value(n.args[0])], {"axis": axis, "start": index, "end": index + 1, "step": 1})
+    return L.node("reshape", [s], {"shape": L.dims(out.shape)})
+
+
+@lowers(aten.cat.default)
+def _cat(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    tensors = [t for t in n.args[0] if not (isinstance(t, Node) and meta(t).numel() == 0 and meta(t).dim() == 1)]
+    axis = norm_axis(arg(n, 1, "dim", 0), out.dim())
+    values = [L.cast(L.value(t), out.dtype) for t in tensors]
+    if len(values) == 1:
+        return L.node("copy", values)
+    return L.node("cat", values, {"axis": axis})
+
+
+@lowers(aten.split_with_sizes.default, aten.split.Tensor)
+def _split(L: Lowerer, n: Node) -> tuple[Value, ...]:
+    xv = meta(n.args[0])
+    axis = norm_axis(arg(n, 2, "dim", 0), xv.dim())
+    outs = meta(n)
+    x = L.value(n.args[0])
+    start = 0
+    values = []
+    for o in outs:
+        length = o.shape[axis]
+        if not isinstance(length, int):
+            raise Unsupported("split with symbolic sizes")
+        values.append(L.node("slice", [x], {"axis": axis, "start": start, "end": start + length, "step": 1}))
+        start += length
+    return tuple(values)
+
+
+@lowers(operator.getitem)
+def _getitem(L: Lowerer, n: Node) -> Value:
+    src, index = n.args
+    values = L.env.get(src)
+    if not isinstance(values, tuple) or not isinstance(index, int) or values[index] is None:
+        raise Unsupported(f"output {index} of {getattr(src, 'name', src)} is not available")
+    return values[index]
+
+
+# ---- reductions and normalization -----------------------------------------
+
+
+def _axes(dims: Any, rank: int) -> list[int]:
+    if dims is None:
+        return []
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted(norm_axis(d, rank) for d in dims)
+
+
+@lowers(aten.mean.dim, aten.sum.dim_IntList, aten.amax.default, aten.amin.default, aten.mean.default, aten.sum.default)
+def _reduce(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    xv = meta(n.args[0])
+    op = {
+        aten.mean.dim: "mean",
+        aten.mean.default: "mean",
+        aten.sum.dim_IntList: "sum",
+        aten.sum.default: "sum",
+        aten.amax.default: "amax",
+        aten.amin.default: "amin",
+    }[n.target]
+    if n.target in (aten.mean.default, aten.sum.default):
+        axes, keep = list(range(xv.dim())), 0
+    else:
+        axes = _axes(arg(n, 1, "dim", None), xv.dim())
+        keep = int(bool(arg(n, 2, "keepdim", False)))
+        if not axes:
+            axes = list(range(xv.dim()))
+    x = L.cast(L.value(n.args[0]), out.dtype)
+    return L.node(op, [x], {"axes": axes, "keepdim": keep})
+
+
+@lowers(aten.cumsum.default)
+def _cumsum(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    x = L.cast(L.value(n.args[0]), out.dtype)
+    return L.node("cumsum", [x], {"axis": norm_axis(n.args[1], out.dim())})
+
+
+@lowers(aten.argmax.default)
+def _argmax(L: Lowerer, n: Node) -> Value:
+    dim = arg(n, 1, "dim", None)
+    if dim is None:
+        raise Unsupported("argmax over all dims")
+    xv = meta(n.args[0])
+    return L.node("argmax", [L.value(n.args[0])], {"axis": norm_axis(dim, xv.dim()), "keepdim": int(arg(n, 2, "keepdim", False))})
+
+
+@lowers(aten._softmax.default, aten._log_softmax.default)
+def _softmax(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    if arg(n, 2, "half_to_float", False):
+        raise Unsupported("softmax with half_to_float")
+    op = "softmax" if n.target == aten._softmax.default else "log_softmax"
+    return L.node(op, [L.value(n.args[0])], {"axis": norm_axis(n.args[1], out.dim())})
+
+
+@lowers(aten.native_layer_norm.default, outputs=(0, 1, 2))
+def _layer_norm(L: Lowerer, n: Node) -> tuple[Value, ...]:
+    x, shape, w, b, eps = n.args[:5]
+    inputs = [L.value(x)]
+    if w is not None:
+        inputs.append(L.value(w))
+    if b is not None:
+        inputs.append(L.value(b))
+    attrs = {"normalized_ndim": len(shape), "eps": float(eps), "has_weight": int(w is not None), "has_bias": int(b is not None)}
+    return tuple(L.node("layer_norm", inputs, attrs))
+
+
+# ---- matrix products, convolution, pooling, attention ---------------------
+
+
+@lowers(aten.mm.default)
+def _mm(L: Lowerer, n: Node) -> Value:
+    return L.node("mm", [L.value(n.args[0]), L.value(n.args[1])])
+
+
+@lowers(aten.bmm.default)
+def _bmm(L: Lowerer, n: Node) -> Value:
+    return L.node("bmm", [L.value(n.args[0]), L.value(n.args[1])])
+
+
+@lowers(aten.addmm.default)
+def _addmm(L: Lowerer, n: Node) -> Value:
+    bias, a, b = (L.value(v) for v in n.args[:3])
+    beta = float(n.kwargs.get("beta", 1))
+    alpha = float(n.kwargs.get("alpha", 1))
+    return L.node("addmm", [bias, a, b], {"alpha": alpha, "beta": beta})
+
+
+@lowers(aten.convolution.default)
+def _convolution(L: Lowerer, n: Node) -> Value:
+    x, w, b, stride, padding, dilation, transposed, output_padding, groups = n.args
+    if transposed:
+        raise Unsupported("transposed convolution")
+    if meta(x).dim() != 4:
+        raise Unsupported(f"{meta(x).dim() - 2}-d convolution (only 2-d)")
+    inputs = [L.value(x), L.value(w)]
+    if b is not None:
+        inputs.append(L.value(b))
+    attrs = {
+        "stride": list(stride),
+        "padding": list(padding),
+        "dilation": list(dilation),
+        "groups": int(groups),
+        "has_bias": int(b is not None),
+    }
+    return L.node("conv2d", inputs, attrs)
+
+
+@lowers(aten._native_batch_norm_legit_no_training.default, outputs=(0,))
+def _batch_norm(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
+    x, w, b, mean, var, _momentum, eps = n.args
+    inputs = [L.value(x)]
+    if w is not None:
+        inputs.append(L.value(w))
+    if b is not None:
+        inputs.append(L.value(b))
+    inputs += [L.value(mean), L.value(var)]
+    attrs = {"eps": float(eps), "has_weight": int(w is not None), "has_bias": int(b is not None)}
+    return (L.node("batch_norm", inputs, attrs), None, None)
+
+
+def _pair(v: Any, default: int) -> list[int]:
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        return [default, default]
+    if isinstance(v, int):
+        return [v, v]
+    return [int(v[0]), int(v[-1])] if len(v) == 1 else [int(v[0]), int(v[1])]
+
+
+@lowers(aten.max_pool2d_with_indices.default, outputs=(0,))
+def _max_pool(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
+    kernel = _pair(n.args[1], 1)
+    stride = _pair(arg(n, 2, "stride", None), 0)
+    if stride == [0, 0]:
+        stride = kernel
+    attrs = {
+        "kernel": kernel,
+        "stride": stride,
+        "padding": _pair(arg(n, 3, "padding", 0), 0),
+        "dilation": _pair(arg(n, 4, "dilation", 1), 1),
+        "ceil_mode": int(bool(arg(n, 5, "ceil_mode", False))),
+    }
+    return (L.node("max_pool2d", [L.value(n.args[0])], attrs), None)
+
+
+@lowers(aten.avg_pool2d.default)
+def _avg_pool(L: Lowerer, n: Node) -> Value:
+    kernel = _pair(n.args[1], 1)
+    stride = _pair(arg(n, 2, "stride", None), 0)
+    if stride == [0, 0]:
+        stride = kernel
+    divisor = arg(n, 6, "divisor_override", None)
+    attrs = {
+        "kernel": kernel,
+        "stride": stride,
+        "padding": _pair(arg(n, 3, "padding", 0), 0),
+        "ceil_mode": int(bool(arg(n, 4, "ceil_mode", False))),
+        "count_include_pad": int(bool(arg(n, 5, "count_include_pad", True))),
+        "divisor_override": int(divisor or 0),
+    }
+    return L.node("avg_pool2d", [L.value(n.args[0])], attrs)
+
+
+@lowers(aten._adaptive_avg_pool2d.default, aten.adaptive_avg_pool2d.default)
+def _adaptive_avg_pool(L: Lowerer, n: Node) -> Value:
+    return L.node("adaptive_avg_pool2d", [L.value(n.args[0])], {"output_size": _pair(n.args[1], 1)})
+
+
+@lowers(aten._scaled_dot_product_flash_attention_for_cpu.default, outputs=(0,))
+def _sdpa_flash(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
+    q, k, v = n.args[:3]
+    dropout = arg(n, 3, "dropout_p", 0.0)
+    if dropout:
+        raise Unsupported("attention dropout")
+    is_causal = bool(arg(n, 4, "is_causal", False))
+    mask = n.kwargs.get("attn_mask")
+    scale = n.kwargs.get("scale")
+    inputs = [L.value(q), L.value(k), L.value(v)]
+    if mask is not None:
+        inputs.append(L.value(mask))
+    attrs = {"scale": float(scale or 0.0), "is_causal": int(is_causal), "has_mask": int(mask is not None)}
+    return (L.node("sdpa", inputs, attrs), None)
+
+
+@lowers(aten.scaled_dot_product_attention.default)
+def _sdpa(L: Lowerer, n: Node) -> Value:
+    q, k, v = n.args[:3]
+    mask = arg(n, 3, "attn_mask", None)
+    if arg(n, 4, "dropout_p", 0.0):
+        raise Unsupported("attention dropout")
+    inputs = [L.value(q), L.value(k), L.value(v)]
+    if mask is not None:
+        inputs.append(L.value(mask))
+    attrs = {
+        "scale": float(n.kwargs.get("scale") or 0.0),
+        "is_causal": int(bool(arg(n, 5, "is_causal", False))),
+        "has_mask": int(mask is not None),
+    }
+    return L.node("sdpa", inputs, attrs)
+
+
+# ---- indexing and creation ------------------------------------------------
+
+
+@lowers(aten.embedding.default)
+def _embedding(L: Lowerer, n: Node) -> Value:
+    return L.node("embedding", [L.value(n.args[0]), L.value(n.args[1])])
+
+
+@lowers(aten.gather.default)
+def _gather(L: Lowerer, n: Node) -> Value:
+    xv = meta(n.args[0])
+    if arg(n, 3, "sparse_grad", False):
+        raise Unsupported("sparse gather")
+    return L.node("gather", [L.value(n.args[0]), L.value(n.args[2])], {"axis": norm_axis(n.args[1], xv.dim())})
+
+
+@lowers(aten.index_select.default)
+def _index_select(L: Lowerer, n: Node) -> Value:
+    xv = meta(n.args[0])
+    return L.node("index_select", [L.value(n.args[0]), L.value(n.args[2])], {"axis": norm_axis(n.args[1], xv.dim())})
+
+
+@lowers(aten.index.Tensor)
+def _index(L: Lowerer, n: Node) -> Value:
+    x, indices = n.args
+    axes, values = [], []
+    for axis, idx in enumerate(indices):
+        if idx is None:
+            continue
+        iv = meta(idx)
+        if iv.dtype not in (torch.int64, torch.int32):
+            raise Unsupported(f"index with a {iv.dtype} index (boolean masks give data-dependent shapes)")
+        axes.append(axis)
+        values.append(L.value(idx))
+    return L.node("index", [L.value(x)] + values, {"axes": axes})
+
+
+@lowers(aten.arange.start_step, aten.arange.default, aten.arange.start)
+def _arange(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    if n.target == aten.arange.default:
+        start, end, step = 0, n.args[0], 1
+    else:
+        start, end = n.args[0], n.args[1]
+        step = n.args[2] if len(n.args) > 2 else n.kwargs.get("step", 1)
+    for v in (start, step):
+        if not isinstance(v, (int, float)):
+            raise Unsupported("arange with symbolic start or step")
+    length = out.shape[0]
+    return L.node("arange", [], {"start": float(start), "step": float(step), "length": L.dim(length), "dtype": air_dtype(out.dtype)})
+
+
+@lowers(aten.full.default, aten.zeros.default, aten.ones.default)
+def _full(L: Lowerer, n: Node) -> Value:
+    out = out_val(n)
+    if n.target == aten.full.default:
+        value = n.args[1]
+    else:
+        value = 0 if n.target == aten.zeros.default else 1
+    if not isinstance(value, (int, float, bool)):
+        raise Unsupported("full with a symbolic value")
+    if isinstance(value, float) and math.isnan(value) and not is_float(out.dtype):
+        raise Unsupported("NaN fill of an integer tensor")
+    return L.node("full", [], {"shape": L.dims(out.shape), "value": float(value), "dtype": air_dtype(out.dtype)})
