@@ -209,12 +209,10 @@ def lower_subgraph(sub: GraphModule, arg_nodes: Sequence[Any], config: CompilerC
     outs = [L.value(r) for r in results]
     out_dtypes = [meta(r).dtype for r in results]
     L.g.outputs(outs)
-    threads = torch.get_num_threads()
     model = L.g.compile(
         in_dtypes, out_dtypes, _empty, flags=_compile_flags(config), num_threads=0,
         fusion_threshold=config.fusion_threshold or 0,
     )
-    del threads
     all_tensors = len(tensor_args) == len(placeholders)
     return AirSubgraph(model, None if all_tensors else tensor_args, single, model.report())
 
@@ -225,6 +223,15 @@ def _empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
 
 def compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str = "forward") -> tuple[GraphModule, CompileReport]:
     """Partitions gm, compiles the supported parts, returns the new module."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    # aot_autograd calls compilers under fake mode; constants we create
+    # (scalars, folded weights) must be real tensors
+    with unset_fake_temporarily():
+        return _compile_graph(gm, config, graph_kind)
+
+
+def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> tuple[GraphModule, CompileReport]:
     report = CompileReport(graph=graph_kind)
     report.total_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     reasons: dict[Node, str] = {}
@@ -265,7 +272,10 @@ def compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str = "fo
                 if n.op == "call_function":
                     report.fallbacks.append((n.name, op_name(n), f"its subgraph failed to compile: {reason}"))
             continue
-        setattr(fused, node.target, compiled)
+        # a plain callable in place of the submodule: the generated code
+        # calls self.air_N(...), which finds it in the instance dict
+        del fused._modules[node.target]
+        fused.__dict__[node.target] = compiled
         report.subgraphs.append(SubgraphReport(node.target, ops, True, "", compiled.air_report))
     fused.recompile()
     return fused, report

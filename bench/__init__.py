@@ -1,0 +1,1 @@
+"""torchair's benchmark harness: ``python -m bench`` (see bench/README.md)."""
