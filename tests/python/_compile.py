@@ -1,0 +1,26 @@
+"""Test helpers: compile a callable with torchair while recording the
+compile reports, so a test can tell a compiled run from an eager fallback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchair.backend import _backend
+from torchair.compiler import CompileReport
+from torchair.config import config_from
+
+
+def compile_recording(fn: Any, options: dict[str, Any] | None = None, **kwargs: Any) -> tuple[Any, list[CompileReport]]:
+    config = config_from(options, None)
+    reports: list[CompileReport] = []
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        return _backend(gm, example_inputs, config, reports)
+
+    return torch.compile(fn, backend=backend, **kwargs), reports
+
+
+def fallbacks(reports: list[CompileReport]) -> list[tuple[str, str, str]]:
+    return [f for r in reports for f in r.fallbacks]
