@@ -10,7 +10,9 @@
 
 #include "air/air.h"
 
-typedef enum ir_value_kind { IR_INPUT, IR_CONSTANT, IR_NODE_OUTPUT } ir_value_kind;
+/* IR_DEAD: a value a pass made unreachable (its node was fused away); it
+ * keeps its id so other ids stay stable, and nothing refers to it. */
+typedef enum ir_value_kind { IR_INPUT, IR_CONSTANT, IR_NODE_OUTPUT, IR_DEAD } ir_value_kind;
 
 typedef struct ir_value {
 	air_dtype dtype;

@@ -9,6 +9,7 @@
 #include "kernels/cpu.h"
 #include "kernels/registry.h"
 #include "ops/op.h"
+#include "passes/pass.h"
 #include "runtime/model.h"
 
 void air_compile_options_init(air_compile_options *o)
@@ -30,6 +31,7 @@ void air_model_destroy(air_model *m)
 	free(m->root);
 	free(m->is_output);
 	free(m->report);
+	free(m->pass_log);
 	rt_pool_destroy(m->own_pool);
 	air_graph_destroy(m->g);
 	free(m);
@@ -86,7 +88,6 @@ static air_status choose_kernels(air_model *m)
 {
 	air_graph *g = m->g;
 	unsigned isa = kcpu_features();
-	static k_tensor in[OP_MAX_IN], out[OP_MAX_OUT];
 	k_attr attrs[IR_MAX_ATTRS];
 	bool in_const[OP_MAX_IN];
 	for (int s = 0; s < m->n_steps; s++) {
@@ -98,8 +99,6 @@ static air_status choose_kernels(air_model *m)
 			continue;
 		k_call call;
 		k_tensor tin[OP_MAX_IN], tout[OP_MAX_OUT];
-		(void)in;
-		(void)out;
 		compile_time_call(g, n, &call, tin, tout, attrs, in_const);
 		for (const k_kernel *const *k = kreg_fast_kernels(n->op); *k; k++) {
 			if (((*k)->isa & isa) != (*k)->isa)
@@ -147,7 +146,20 @@ static air_status rt_compile(const air_graph *graph, const air_compile_options *
 {
 	AIR_TRY(ir_graph_clone(graph, &m->g));
 	AIR_TRY(air_graph_verify(m->g));
-	/* passes come here (none yet): each graph -> graph, verified after */
+	/* passes: each graph -> graph, verified after (cheap: shape inference
+	 * once per node), each logging what it changed for the report */
+	pass_log log = {0};
+	air_status st = AIR_OK;
+	if (!(o->flags & (AIR_COMPILE_NO_FUSION | AIR_COMPILE_OP_BY_OP))) {
+		st = pass_fuse_elementwise(m->g, o->fusion_threshold, &log);
+		if (st == AIR_OK && air_graph_verify(m->g) != AIR_OK)
+			st = air_error_context(AIR_INTERNAL, "the graph is invalid after fuse_elementwise");
+	} else {
+		pass_logf(&log, "passes: off (%s)\n",
+			  (o->flags & AIR_COMPILE_OP_BY_OP) ? "op by op" : "enable_operator_fusion=False");
+	}
+	m->pass_log = log.buf;
+	AIR_TRY(st);
 	m->n_steps = m->g->n_nodes;
 	m->steps = calloc((size_t)m->n_steps + 1, sizeof *m->steps);
 	if (!m->steps)

@@ -25,6 +25,7 @@ struct air_model {
 	int32_t *root;      /* per value: the value whose memory it uses */
 	bool *is_output;    /* per value: some graph output is exactly it */
 	char *report;
+	char *pass_log; /* what the passes changed */
 };
 
 /* Builds the model's report text. */

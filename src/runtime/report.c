@@ -60,6 +60,8 @@ air_status rt_model_report(air_model *m)
 		add(&s, "  %4d %-14s %-20s %s\n", k, op_get(n->op)->name, st->alias ? "(alias)" : st->kernel->name,
 		    type);
 	}
+	if (m->pass_log)
+		add(&s, "%s", m->pass_log);
 	if (s.oom) {
 		free(s.buf);
 		return air_error(AIR_OUT_OF_MEMORY, "report: no memory");

@@ -1,0 +1,55 @@
+/* pass.c - what passes share: the log, and compaction after nodes die. */
+#include "passes/pass.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void pass_logf(pass_log *log, const char *fmt, ...)
+{
+	if (log->oom)
+		return;
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		size_t room = log->buf ? log->cap - log->len : 0;
+		int n = vsnprintf(log->buf ? log->buf + log->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			log->oom = 1;
+			return;
+		}
+		if (log->buf && (size_t)n < room) {
+			log->len += (size_t)n;
+			return;
+		}
+		size_t cap = (log->cap ? log->cap * 2 : 1024) + (size_t)n;
+		char *p = realloc(log->buf, cap);
+		if (!p) {
+			log->oom = 1;
+			return;
+		}
+		log->buf = p;
+		log->cap = cap;
+	}
+}
+
+void pass_compact(air_graph *g, const char *dead)
+{
+	int k = 0;
+	for (int i = 0; i < g->n_nodes; i++) {
+		if (dead[i]) {
+			ir_node *n = &g->nodes[i];
+			free(n->in);
+			free(n->out);
+			for (int a = 0; a < IR_MAX_ATTRS; a++)
+				free(n->attrs[a].ints);
+			continue;
+		}
+		g->nodes[k] = g->nodes[i];
+		for (int o = 0; o < g->nodes[k].n_out; o++)
+			g->values[g->nodes[k].out[o]].index = k;
+		k++;
+	}
+	g->n_nodes = k;
+}
