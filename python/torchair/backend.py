@@ -31,13 +31,23 @@ def _aten_compiler(config: CompilerConfig, kind: str, recorder: _Recorder | None
     return compile_aten
 
 
+def _is_symbolic(gm: GraphModule, example_inputs: list[Any]) -> bool:
+    """Whether the graph has symbolic sizes. Dynamo hands the backend real
+    example inputs; the symbolic sizes are on its placeholders' fake values."""
+    values = [n.meta.get("example_value", n.meta.get("val")) for n in gm.graph.nodes if n.op == "placeholder"]
+    for v in values + list(example_inputs):
+        if isinstance(v, torch.SymInt):
+            return True
+        if isinstance(v, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in v.shape):
+            return True
+    return False
+
+
 def _backend(gm: GraphModule, example_inputs: list[Any], config: CompilerConfig, recorder: _Recorder | None = None) -> Callable[..., Any]:
     from torch._dynamo.backends.common import aot_autograd
 
     config.check_built()
-    if not config.enable_dynamic_shape and any(
-        isinstance(s, torch.SymInt) for x in example_inputs if isinstance(x, torch.Tensor) for s in x.shape
-    ):
+    if not config.enable_dynamic_shape and _is_symbolic(gm, example_inputs):
         from torchair.errors import NotBuiltError
 
         raise NotBuiltError(

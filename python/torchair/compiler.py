@@ -46,6 +46,12 @@ class SubgraphReport:
     compiled: bool
     reason: str = ""
     air_report: str = ""
+    model: Any = field(default=None, repr=False, compare=False)  # the compiled torchair._C.Model
+
+    @property
+    def arena_bytes(self) -> int | None:
+        """Arena bytes of this subgraph's last run in C (None if it runs in eager)."""
+        return None if self.model is None else self.model.arena_bytes()
 
 
 @dataclass
@@ -276,6 +282,6 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         # calls self.air_N(...), which finds it in the instance dict
         del fused._modules[node.target]
         fused.__dict__[node.target] = compiled
-        report.subgraphs.append(SubgraphReport(node.target, ops, True, "", compiled.air_report))
+        report.subgraphs.append(SubgraphReport(node.target, ops, True, "", compiled.air_report, compiled.model))
     fused.recompile()
     return fused, report

@@ -41,6 +41,7 @@ def explain(model: Any, *inputs: Any, options: dict[str, Any] | None = None, **k
     """Compiles model with torchair, runs it once on inputs (under no_grad
     unless the model is training) and returns the compile report."""
     config = config_from(options, None)
+    config.check_built()
     recorder: list[CompileReport] = []
 
     def backend(gm: Any, example_inputs: Any) -> Any:

@@ -62,12 +62,27 @@ static int64_t floordiv(int64_t a, int64_t b)
 	return q;
 }
 
+static air_status overflow(int64_t a, const char *op, int64_t b)
+{
+	return air_error(AIR_SHAPE_MISMATCH, "dim expression %lld %s %lld overflows", (long long)a, op, (long long)b);
+}
+
 static air_status apply(air_dim_op op, int64_t a, int64_t b, int64_t *out)
 {
 	switch (op) {
-	case AIR_DIM_ADD: *out = a + b; break;
-	case AIR_DIM_SUB: *out = a - b; break;
-	case AIR_DIM_MUL: *out = a * b; break;
+	/* sizes come from users: an overflow is an error, not UB */
+	case AIR_DIM_ADD:
+		if (__builtin_add_overflow(a, b, out))
+			return overflow(a, "+", b);
+		break;
+	case AIR_DIM_SUB:
+		if (__builtin_sub_overflow(a, b, out))
+			return overflow(a, "-", b);
+		break;
+	case AIR_DIM_MUL:
+		if (__builtin_mul_overflow(a, b, out))
+			return overflow(a, "*", b);
+		break;
 	case AIR_DIM_FLOORDIV:
 		if (b == 0)
 			return air_error(AIR_INVALID_ARGUMENT, "dim expression divides by zero");
@@ -92,7 +107,7 @@ static air_status apply(air_dim_op op, int64_t a, int64_t b, int64_t *out)
 
 static bool valid_dim(const air_graph *g, air_dim d)
 {
-	return d >= 0 || (-d - 1) < g->n_exprs;
+	return d >= 0 || -(d + 1) < g->n_exprs; /* not -d - 1: d may be INT64_MIN */
 }
 
 air_status air_graph_dim_expr(air_graph *g, air_dim_op op, air_dim a, air_dim b, air_dim *out)

@@ -91,7 +91,7 @@ static air_status check_type(const air_graph *g, air_dtype dtype, int rank, cons
 	if (rank > 0 && !dims)
 		return air_error(AIR_INVALID_ARGUMENT, "%s: dims is NULL", who);
 	for (int i = 0; i < rank; i++)
-		if (dims[i] < 0 && -dims[i] - 1 >= g->n_exprs)
+		if (dims[i] < 0 && -(dims[i] + 1) >= g->n_exprs)
 			return air_error(AIR_INVALID_ARGUMENT, "%s: dim %d names no expression", who, i);
 	return AIR_OK;
 }
@@ -203,7 +203,7 @@ static air_status set_attrs(air_graph *g, const op_def *def, ir_node *node, cons
 			dst->f = a->type == AIR_ATTR_FLOAT ? a->f : (double)a->i;
 		else
 			dst->i = a->i;
-		if (spec->type == OPA_DIM && a->i < 0 && -a->i - 1 >= g->n_exprs)
+		if (spec->type == OPA_DIM && a->i < 0 && -(a->i + 1) >= g->n_exprs)
 			return air_error(AIR_INVALID_ARGUMENT, "%s: attribute '%s' names no dim expression",
 					 def->name, a->name);
 		if (list) {
@@ -215,7 +215,7 @@ static air_status set_attrs(air_graph *g, const op_def *def, ir_node *node, cons
 			if (!dst->ints)
 				return air_error(AIR_OUT_OF_MEMORY, "%s: no memory", def->name);
 			for (int j = 0; j < a->n; j++) {
-				if (spec->type == OPA_DIMS && a->ints[j] < 0 && -a->ints[j] - 1 >= g->n_exprs)
+				if (spec->type == OPA_DIMS && a->ints[j] < 0 && -(a->ints[j] + 1) >= g->n_exprs)
 					return air_error(AIR_INVALID_ARGUMENT,
 							 "%s: attribute '%s'[%d] names no dim expression", def->name,
 							 a->name, j);

@@ -1,16 +1,30 @@
 /* registry.c - which fast kernels exist for which op. Adding a kernel: its
- * k_kernel in its own file, a line here. */
+ * k_kernel in its own file, a line here. Within an op the list is tried in
+ * order, so the most specialised kernel comes first. */
 #include "kernels/registry.h"
 
 #include <stddef.h>
 
+#include "kernels/linalg_fast.h"
 #include "ops/op.h"
 
 static const k_kernel *const none[] = {NULL};
+static const k_kernel *const mm[] = {&kfast_mm_packed, &kfast_mm, NULL};
+static const k_kernel *const addmm[] = {&kfast_addmm_packed, &kfast_addmm, NULL};
+static const k_kernel *const linear[] = {&kfast_linear_packed, &kfast_linear, NULL};
+static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
+static const k_kernel *const sdpa[] = {&kfast_sdpa, NULL};
+static const k_kernel *const conv2d[] = {&kfast_conv2d_depthwise, &kfast_conv2d_1x1, &kfast_conv2d_im2col, NULL};
 
 const k_kernel *const *kreg_fast_kernels(int op)
 {
 	switch (op) {
+	case OP_mm: return mm;
+	case OP_addmm: return addmm;
+	case OP_linear: return linear;
+	case OP_bmm: return bmm;
+	case OP_sdpa: return sdpa;
+	case OP_conv2d: return conv2d;
 	default: return none;
 	}
 }

@@ -12,11 +12,19 @@ OP(eq) OP(ne) OP(lt) OP(le) OP(gt) OP(ge) OP(logical_and) OP(logical_or) OP(logi
 OP(bitwise_and) OP(bitwise_or) OP(bitwise_xor)
 OP(where) OP(cast)
 
+/* created by passes only: ops/fused.c */
+OP(fused_elementwise)
+
 /* shape and data movement: ops/shape.c */
 OP(reshape) OP(copy) OP(permute) OP(expand) OP(slice) OP(cat)
 
 /* reductions and normalization: ops/reduce.c */
+OP(sum) OP(mean) OP(amax) OP(amin) OP(prod) OP(argmax) OP(cumsum) OP(softmax) OP(log_softmax)
+OP(layer_norm) OP(rms_norm)
 
 /* matrix products, convolution, pooling, attention: ops/linalg.c, ops/conv.c */
+OP(mm) OP(bmm) OP(addmm) OP(linear) OP(sdpa)
+OP(conv2d) OP(batch_norm) OP(max_pool2d) OP(avg_pool2d) OP(adaptive_avg_pool2d)
 
 /* indexing and creation: ops/index.c */
+OP(arange) OP(full) OP(embedding) OP(gather) OP(index) OP(index_select)

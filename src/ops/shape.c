@@ -60,9 +60,9 @@ static air_status infer_expand(op_infer_ctx *c)
 	c->out[0].rank = shape->n;
 	for (int i = 0; i < shape->n; i++) {
 		int j = i - (shape->n - x->rank);
+		/* no -1 for "keep": a negative dim names an expression (-1 is the
+		 * first one), and the lowering passes the output's sizes */
 		air_dim want = shape->ints[i], have = j >= 0 ? x->dims[j] : 1;
-		if (want == -1 - 0 && j >= 0) /* -1 would be a symbol id; the lowering passes sizes */
-			want = have;
 		if (have != 1 && want != have && have >= 0 && want >= 0)
 			return op_fail(c, AIR_SHAPE_MISMATCH, "cannot expand size %lld to %lld at dim %d",
 				       (long long)have, (long long)want, i);
@@ -75,6 +75,9 @@ static air_status infer_slice(op_infer_ctx *c)
 {
 	const ir_value *x = c->in[0];
 	int axis;
+	/* op_axis lets a 0-d tensor have axis 0; slicing needs a real one */
+	if (x->rank == 0)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "cannot slice a 0-d tensor");
 	AIR_TRY(op_axis(c, op_attr(c, 0)->i, x->rank, &axis));
 	air_dim start = op_attr(c, 1)->i, end = op_attr(c, 2)->i;
 	int64_t step = op_attr(c, 3)->i;
@@ -96,6 +99,8 @@ static air_status infer_cat(op_infer_ctx *c)
 {
 	const ir_value *x = c->in[0];
 	int axis;
+	if (x->rank == 0)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "cannot concatenate 0-d tensors");
 	AIR_TRY(op_axis(c, op_attr(c, 0)->i, x->rank, &axis));
 	AIR_TRY(op_same_dtype(c, 0, c->n_in - 1));
 	air_dim total = 0;

@@ -8,6 +8,7 @@
  * cached session). Errors raise torchair._C.Error(status, message). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "air/air.h"
@@ -18,6 +19,24 @@ static PyObject *Error; /* torchair._C.Error, a RuntimeError */
 static PyObject *raise_status(air_status st)
 {
 	PyObject *args = Py_BuildValue("(iss)", (int)st, air_status_string(st), air_last_error());
+	if (args) {
+		PyErr_SetObject(Error, args);
+		Py_DECREF(args);
+	}
+	return NULL;
+}
+
+/* Raises Error with args (status code, status name, formatted message), the
+ * same shape as the errors that come from libair. */
+static PyObject *raise_msg(air_status st, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+	va_end(ap);
+	if (!msg)
+		return NULL;
+	PyObject *args = Py_BuildValue("(isN)", (int)st, air_status_string(st), msg);
 	if (args) {
 		PyErr_SetObject(Error, args);
 		Py_DECREF(args);
@@ -320,11 +339,15 @@ static PyObject *str_data_ptr, *str_shape, *str_dtype, *str_is_contiguous, *str_
 static int bind_input(ModelObject *self, air_session *s, int i, PyObject *x, PyObject **keep)
 {
 	*keep = NULL;
+	if (!PyObject_HasAttr(x, str_data_ptr) || !PyObject_HasAttr(x, str_dtype)) {
+		PyErr_Format(PyExc_TypeError, "input %d: expected a torch.Tensor, got %s", i, Py_TYPE(x)->tp_name);
+		return -1;
+	}
 	PyObject *dt = PyObject_GetAttr(x, str_dtype);
 	if (!dt)
 		return -1;
 	if (dt != self->in_dtypes[i]) {
-		PyErr_Format(Error, "input %d: expected dtype %S, got %S", i, self->in_dtypes[i], dt);
+		raise_msg(AIR_DTYPE_MISMATCH, "input %d: expected dtype %S, got %S", i, self->in_dtypes[i], dt);
 		Py_DECREF(dt);
 		return -1;
 	}
@@ -336,7 +359,9 @@ static int bind_input(ModelObject *self, air_session *s, int i, PyObject *x, PyO
 	Py_DECREF(cpu);
 	if (!is_cpu) {
 		PyObject *dev = PyObject_GetAttr(x, str_device);
-		PyErr_Format(Error, "input %d is on %S; torchair runs on the CPU", i, dev ? dev : Py_None);
+		if (!dev)
+			PyErr_Clear();
+		raise_msg(AIR_UNSUPPORTED, "input %d is on %S; torchair runs on the CPU", i, dev ? dev : Py_None);
 		Py_XDECREF(dev);
 		return -1;
 	}
@@ -388,7 +413,7 @@ static PyObject *Model_run(ModelObject *self, PyObject *args)
 	Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
 	if (n != self->n_in) {
 		Py_DECREF(fast);
-		PyErr_Format(Error, "the model takes %d inputs, got %zd", self->n_in, n);
+		raise_msg(AIR_INVALID_ARGUMENT, "the model takes %d inputs, got %zd", self->n_in, n);
 		return NULL;
 	}
 	air_session *s = self->cached;

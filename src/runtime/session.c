@@ -128,15 +128,20 @@ air_status air_session_set_input(air_session *s, int i, const void *data, int ra
 	for (int d = 0; d < rank; d++) {
 		if (dims[d] < 0)
 			return air_error(AIR_SHAPE_MISMATCH, "input %d: negative size at dim %d", i, d);
-		numel *= dims[d];
+		if (__builtin_mul_overflow(numel, dims[d], &numel))
+			return air_error(AIR_SHAPE_MISMATCH, "input %d: too many elements", i);
 	}
 	if (numel > 0 && !data)
 		return air_error(AIR_INVALID_ARGUMENT, "input %d: data is NULL", i);
 	s->in_data[i] = data;
-	if (!s->in_set[i] || s->in_rank[i] != rank || memcmp(s->in_dims[i], dims, sizeof(int64_t) * (size_t)rank))
+	/* a 0-d input may come with dims == NULL, which memcmp/memcpy must
+	 * not see even for 0 bytes */
+	size_t dims_bytes = sizeof(int64_t) * (size_t)rank;
+	if (!s->in_set[i] || s->in_rank[i] != rank || (rank > 0 && memcmp(s->in_dims[i], dims, dims_bytes)))
 		s->resolved = false;
 	s->in_rank[i] = rank;
-	memcpy(s->in_dims[i], dims, sizeof(int64_t) * (size_t)rank);
+	if (rank > 0)
+		memcpy(s->in_dims[i], dims, dims_bytes);
 	s->in_set[i] = true;
 	return AIR_OK;
 }
@@ -197,6 +202,15 @@ static air_status resolve(air_session *s)
 			AIR_TRY(ir_dim_eval(g, x->dims[d], s->sym, &t->dims[d]));
 			t->numel *= t->dims[d];
 		}
+	}
+	/* an alias (reshape) views its input's memory in the output's shape;
+	 * with symbolic sizes, only now can their element counts be compared */
+	for (int k = 0; k < g->n_nodes; k++) {
+		const ir_node *n = &g->nodes[k];
+		if ((op_get(n->op)->flags & OPF_ALIAS) && s->vals[n->out[0]].numel != s->vals[n->in[0]].numel)
+			return air_error(AIR_SHAPE_MISMATCH, "node %d (%s): %lld elements cannot be viewed as %lld", k,
+					 op_get(n->op)->name, (long long)s->vals[n->in[0]].numel,
+					 (long long)s->vals[n->out[0]].numel);
 	}
 	size_t used = 0;
 	for (int k = 0; k < g->n_nodes; k++) {

@@ -149,8 +149,8 @@ FLOAT_UNARY(trunc, truncf(x), trunc(x))
 NUM_UNARY(neg, -x, -x, INEG(x))
 NUM_UNARY(abs, fabsf(x), fabs(x), (x < 0 ? INEG(x) : (uint64_t)x))
 NUM_UNARY(relu, relu_f(x), relu_d(x), (x < 0 ? 0 : x))
-NUM_UNARY(sign, (x > 0.0f) - (x < 0.0f) + (x != x ? x : 0.0f), (x > 0.0) - (x < 0.0) + (x != x ? x : 0.0),
-	  (x > 0) - (x < 0))
+/* sign(NaN) is 0, as torch gives on the CPU (not NaN as numpy does) */
+NUM_UNARY(sign, (float)((x > 0.0f) - (x < 0.0f)), (double)((x > 0.0) - (x < 0.0)), (x > 0) - (x < 0))
 
 /* logical_not: any dtype -> bool */
 UNARY_TASK(logical_not, float, kbool, x == 0.0f)
@@ -166,7 +166,7 @@ air_status kref_logical_not(const k_call *call)
 	switch (call->in[0].dtype) {
 	case AIR_F32: return run_unary(call, logical_not_task_float, &c);
 	case AIR_F64: return run_unary(call, logical_not_task_double, &c);
-	case AIR_BOOL:
+	case AIR_BOOL: return run_unary(call, logical_not_task_uint8_t, &c);
 	INT_CASES(logical_not)
 	default: return bad_dtype("logical_not", call->in[0].dtype);
 	}
@@ -195,16 +195,16 @@ air_status kref_isnan(const k_call *call)
 	case AIR_F64: return run_unary(call, isnan_task_double, &c);
 	default:
 		/* integers are never NaN */
-		memset(call->out[0].data, 0, (size_t)call->out[0].numel);
+		if (call->out[0].numel > 0) /* empty tensors may have NULL data */
+			memset(call->out[0].data, 0, (size_t)call->out[0].numel);
 		return AIR_OK;
 	}
 }
 
-/* clamp(x, min, max): attrs min, max (float), has_min, has_max. As torch:
- * NaN stays NaN; min wins over max when min > max. */
-#define CLAMP_EXPR(T) \
-	(x != x ? x : (c->has_b && x > (T)c->b ? (T)c->b : x)) < (T)c->a && c->has_a ? (T)c->a \
-	: (x != x ? x : (c->has_b && x > (T)c->b ? (T)c->b : x))
+/* clamp(x, min, max): attrs min, max (float), has_min, has_max. As torch,
+ * min(max(x, min), max): NaN stays NaN, and max wins when min > max. */
+#define CLAMP_LO(T, v) (c->has_a && (v) < (T)c->a ? (T)c->a : (v))
+#define CLAMP_EXPR(T) (x != x ? x : c->has_b && CLAMP_LO(T, x) > (T)c->b ? (T)c->b : CLAMP_LO(T, x))
 UNARY_TASK(clamp, float, float, CLAMP_EXPR(float))
 UNARY_TASK(clamp, double, double, CLAMP_EXPR(double))
 ALL_INT_TASKS(clamp, CLAMP_EXPR(int64_t))
@@ -392,6 +392,27 @@ static int64_t iremainder(int64_t a, int64_t b)
 		r += b;
 	return r;
 }
+/* torch's floor division of floats: from fmod rather than floor(a / b), so
+ * that the quotient is exact where a / b rounds up to an integer (Python's
+ * 1 // 0.1 is 9, floor(1 / 0.1) is 10) and -5 // inf is -1 */
+#define FLOORDIV_FLOAT(T, FMOD, FLOOR)                               \
+	static T floordiv_##T(T a, T b)                            \
+	{                                                          \
+		if (b == 0)                                        \
+			return a / b;                              \
+		T mod = FMOD(a, b), div = (a - mod) / b;           \
+		if (mod != 0 && (b < 0) != (mod < 0))              \
+			div -= 1;                                  \
+		if (div == 0)                                      \
+			return copysign(0, a / b);                 \
+		T fl = FLOOR(div);                                 \
+		if (div - fl > (T)0.5)                             \
+			fl += 1;                                   \
+		return fl;                                         \
+	}
+FLOORDIV_FLOAT(float, fmodf, floorf)
+FLOORDIV_FLOAT(double, fmod, floor)
+
 static double fremainder(double a, double b)
 {
 	double r = fmod(a, b);
@@ -462,7 +483,7 @@ static air_status run_checked(const k_call *call, rt_task_fn fn, const char *op)
 		}                                                     \
 	}
 
-CHECKED_BINARY(floor_divide, floorf(a / b), floor(a / b), ifloordiv(a, b))
+CHECKED_BINARY(floor_divide, floordiv_float(a, b), floordiv_double(a, b), ifloordiv(a, b))
 CHECKED_BINARY(remainder, fremainderf(a, b), fremainder(a, b), iremainder(a, b))
 CHECKED_BINARY(pow, powf(a, b), pow(a, b), ipow(a, b))
 
@@ -475,7 +496,7 @@ CHECKED_BINARY(pow, powf(a, b), pow(a, b), ipow(a, b))
 	{                                                               \
 		switch (call->in[0].dtype) {                            \
 			BIN_FLOAT_CASES(name)                           \
-		case AIR_BOOL:                                          \
+		case AIR_BOOL: return run_binary(call, name##_btask_uint8_t); \
 			BIN_INT_CASES(name)                             \
 		default: return bad_dtype(#name, call->in[0].dtype);    \
 		}                                                       \
@@ -497,7 +518,7 @@ BOOL_BINARY(logical_xor, (a != 0) != (b != 0))
 	air_status kref_##name(const k_call *call)                      \
 	{                                                               \
 		switch (call->in[0].dtype) {                            \
-		case AIR_BOOL:                                          \
+		case AIR_BOOL: return run_binary(call, name##_btask_uint8_t); \
 			BIN_INT_CASES(name)                             \
 		default: return bad_dtype(#name, call->in[0].dtype);    \
 		}                                                       \
@@ -598,12 +619,21 @@ static int64_t load_i(const void *p, air_dtype d, int64_t i)
 }
 
 /* float -> integer without undefined behaviour: NaN and out-of-range values
- * give INT64_MIN truncated to the type, as x86's cvtt* do for torch */
+ * give what x86's cvtt* give for torch. torch converts to i64 with a 64-bit
+ * conversion (INT64_MIN when out of range) and to the narrower types with a
+ * 32-bit one (INT32_MIN, then truncated: 3e9 -> i16 is 0, not 0xa300). */
 static int64_t f2i(double v)
 {
 	if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
 		return INT64_MIN;
 	return (int64_t)v;
+}
+
+static int64_t f2i32(double v)
+{
+	if (!(v > -2147483649.0 && v < 2147483648.0))
+		return INT32_MIN;
+	return (int32_t)v;
 }
 
 static void store(void *p, air_dtype d, int64_t i, double f, int64_t v, bool from_float)
@@ -615,7 +645,7 @@ static void store(void *p, air_dtype d, int64_t i, double f, int64_t v, bool fro
 	case AIR_BF16: ((uint16_t *)p)[i] = k_f32_to_bf16(from_float ? (float)f : (float)v); break;
 	case AIR_BOOL: ((uint8_t *)p)[i] = from_float ? f != 0 : v != 0; break;
 	default: {
-		uint64_t u = (uint64_t)(from_float ? f2i(f) : v); /* wraps, as torch */
+		uint64_t u = (uint64_t)(!from_float ? v : d == AIR_I64 ? f2i(f) : f2i32(f)); /* wraps, as torch */
 		switch (d) {
 		case AIR_I64: ((int64_t *)p)[i] = (int64_t)u; break;
 		case AIR_I32: ((uint32_t *)p)[i] = (uint32_t)u; break;
@@ -649,7 +679,8 @@ air_status kref_cast(const k_call *call)
 	cast_ctx c = {call->in[0].data, call->out[0].data, call->out[0].numel, call->in[0].dtype,
 		      call->out[0].dtype};
 	if (c.from == c.to) {
-		memcpy(c.y, c.x, (size_t)c.n * air_dtype_size(c.to));
+		if (c.n > 0) /* empty tensors may have NULL data */
+			memcpy(c.y, c.x, (size_t)c.n * air_dtype_size(c.to));
 		return AIR_OK;
 	}
 	rt_pool_run(call->pool, (c.n + K_GRAIN - 1) / K_GRAIN, cast_task, &c);

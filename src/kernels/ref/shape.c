@@ -108,9 +108,9 @@ air_status kref_reshape(const k_call *call)
 {
 	/* an alias: the executor gives the output the input's memory; this
 	 * runs only when it could not (e.g. the output is a graph output) */
-	if (call->out[0].data != call->in[0].data)
-		memcpy(call->out[0].data, call->in[0].data,
-		       (size_t)call->out[0].numel * air_dtype_size(call->out[0].dtype));
+	size_t bytes = (size_t)call->out[0].numel * air_dtype_size(call->out[0].dtype);
+	if (bytes && call->out[0].data != call->in[0].data) /* empty tensors may have NULL data */
+		memcpy(call->out[0].data, call->in[0].data, bytes);
 	return AIR_OK;
 }
 
@@ -184,6 +184,12 @@ air_status kref_cat(const k_call *call)
 	for (int d = axis + 1; d < y->rank; d++)
 		inner *= y->dims[d];
 	int64_t ystride = y->dims[axis] * inner, offset = 0;
+	/* symbolic dims off the axis are only known to agree now */
+	for (int k = 0; k < call->n_in; k++)
+		for (int d = 0; d < y->rank; d++)
+			if (d != axis && call->in[k].dims[d] != y->dims[d])
+				return air_error(AIR_SHAPE_MISMATCH, "cat: input %d has size %lld at dim %d, input 0 %lld",
+						 k, (long long)call->in[k].dims[d], d, (long long)y->dims[d]);
 	for (int k = 0; k < call->n_in; k++) {
 		const k_tensor *x = &call->in[k];
 		int64_t len = x->dims[axis];

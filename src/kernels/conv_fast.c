@@ -1,0 +1,276 @@
+/* conv_fast.c - fast conv2d kernels (NCHW, f32):
+ *   depthwise (groups == C == O): a direct loop (conv_dw.h), per ISA;
+ *   1x1, stride 1, no padding: a GEMM straight on the input, no im2col;
+ *   everything else: im2col + GEMM.
+ * The GEMMs compute one image's output as Y[O, P] = W[O, K] @ col[K, P]
+ * (P = OH*OW pixels, K = C/groups * KH * KW), which is NCHW as it stands,
+ * with the bias as the epilogue's per-row bias. The weight is the GEMM's A,
+ * which it reads in place (row-major), so it needs no packing and may be a
+ * graph input as well as a constant. The work is cut into tasks of (image,
+ * group, chunk of pixels, block of output channels); each task builds the
+ * im2col of its pixel chunk in its thread's workspace, sized to stay in L2,
+ * and runs a one-thread GEMM on it, so the columns never go out to memory. */
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/cpu.h"
+#include "kernels/gemm.h"
+#include "kernels/linalg_fast.h"
+#define KCONV_DW_FN kconv_dw_rows__portable
+#include "kernels/conv_dw.h"
+
+static bool conv_f32(const k_call *call)
+{
+	for (int i = 0; i < call->n_in; i++)
+		if (call->in[i].dtype != AIR_F32)
+			return false;
+	return call->out[0].dtype == AIR_F32;
+}
+
+static size_t align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* ---- depthwise ------------------------------------------------------------ */
+
+static bool dw_supports(const k_call *call)
+{
+	kconv_geom g;
+	if (!conv_f32(call) || kconv_geom_make(call, &g) != AIR_OK)
+		return false;
+	return g.C >= 0 && g.G == g.C && g.O == g.C && g.KH >= 0 && g.KW >= 0 &&
+	       g.KH * g.KW <= KCONV_DW_MAX_TAPS && g.sw <= KCONV_DW_MAX_STRIDE;
+}
+
+typedef struct dw_job {
+	kconv_geom g;
+	const float *x, *w, *bias;
+	float *y;
+	int64_t planes_per_task, planes;
+	kconv_dw_fn fn;
+	char *ws;
+	size_t slot; /* scratch bytes per thread */
+} dw_job;
+
+static void dw_task(void *p, int64_t t, int thread)
+{
+	const dw_job *j = p;
+	int64_t t0 = t * j->planes_per_task;
+	j->fn(&j->g, j->x, j->w, j->bias, j->y, t0, min64(j->planes, t0 + j->planes_per_task),
+	      (float *)(j->ws + (size_t)thread * j->slot));
+}
+
+static size_t dw_slot(const kconv_geom *g)
+{
+	return align64(kconv_dw_scratch_floats(g) * sizeof(float));
+}
+
+static size_t dw_ws(const k_call *call, int nthreads)
+{
+	kconv_geom g;
+	if (kconv_geom_make(call, &g) != AIR_OK)
+		return 0;
+	return (size_t)(nthreads < 1 ? 1 : nthreads) * dw_slot(&g);
+}
+
+static air_status dw_run(const k_call *call)
+{
+	dw_job j;
+	AIR_TRY(kconv_geom_make(call, &j.g));
+	j.x = call->in[0].data;
+	j.w = call->in[1].data;
+	j.bias = j.g.has_bias ? call->in[2].data : NULL;
+	j.y = call->out[0].data;
+	j.planes = j.g.N * j.g.C;
+	if (call->out[0].numel == 0)
+		return AIR_OK;
+	/* ~K_GRAIN outputs per task */
+	j.ws = call->workspace;
+	j.slot = dw_slot(&j.g);
+	j.planes_per_task = K_GRAIN / (j.g.OH * j.g.OW);
+	if (j.planes_per_task < 1)
+		j.planes_per_task = 1;
+#ifdef AIR_HAVE_X86
+	j.fn = (kcpu_features() & KCPU_AVX2) ? kconv_dw_rows__avx2 : kconv_dw_rows__portable;
+#else
+	j.fn = kconv_dw_rows__portable;
+#endif
+	rt_pool_run(call->pool, cdiv(j.planes, j.planes_per_task), dw_task, &j);
+	return AIR_OK;
+}
+
+const k_kernel kfast_conv2d_depthwise = {"conv2d_depthwise", 0, dw_supports, NULL, NULL, dw_ws, dw_run};
+
+/* ---- GEMM-based ------------------------------------------------------------ */
+
+/* Floats of im2col per task: 64K floats (256 KiB) and the GEMM's packed copy
+ * of them fit in a 512 KiB L2 with room for the weight's rows. */
+enum { COL_FLOATS = 65536, MIN_PIXELS = 32, MAX_PIXELS = 1024 };
+
+typedef struct conv_plan {
+	int64_t K, P;      /* GEMM depth, pixels per image */
+	int64_t pc, nchunks;
+	int64_t oc, noblk; /* output channels per block, blocks per group */
+	size_t col_bytes;  /* per thread */
+	size_t gemm_bytes; /* per thread */
+	int direct;
+} conv_plan;
+
+static bool is_direct(const kconv_geom *g)
+{
+	return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+
+/* The task split; workspace sizing and the run must agree on it, so it
+ * depends only on the geometry and the thread count. */
+static conv_plan make_plan(const kconv_geom *g, int nthreads)
+{
+	conv_plan p;
+	p.direct = is_direct(g);
+	p.K = g->Cg * g->KH * g->KW;
+	p.P = g->OH * g->OW;
+	int64_t pc = COL_FLOATS / (p.K > 0 ? p.K : 1);
+	pc = pc < MIN_PIXELS ? MIN_PIXELS : pc > MAX_PIXELS ? MAX_PIXELS : pc;
+	p.nchunks = p.P > 0 ? cdiv(p.P, pc) : 0;
+	/* equal chunks, so the last one is not a sliver */
+	p.pc = p.nchunks ? cdiv(p.P, p.nchunks) : 0;
+	p.oc = g->Og;
+	p.noblk = 1;
+	int64_t tasks = g->N * g->G * p.nchunks;
+	if (nthreads > 1 && tasks > 0 && tasks < 4 * (int64_t)nthreads && g->Og > 24) {
+		/* too few tasks to keep the threads busy: split the channels too
+		 * (in multiples of 24 rows, whole micro-tiles for 4- and 6-row
+		 * kernels); each block then redoes its chunk's im2col, which is
+		 * cheap next to its GEMM */
+		int64_t want = cdiv(4 * (int64_t)nthreads, tasks);
+		p.oc = cdiv(cdiv(g->Og, want), 24) * 24;
+		p.noblk = cdiv(g->Og, p.oc);
+	}
+	p.col_bytes = p.direct ? 0 : align64((size_t)p.K * (size_t)p.pc * sizeof(float));
+	p.gemm_bytes = align64(kgemm_workspace_bytes(p.oc, p.pc, p.K, 1));
+	return p;
+}
+
+typedef struct conv_job {
+	kconv_geom g;
+	conv_plan p;
+	const float *x, *w, *bias;
+	float *y;
+	char *ws;
+} conv_job;
+
+/* col[k][q] for q in [0, np): the input under tap k = (c, ki, kj) for pixel
+ * p0 + q, zero where the tap falls in the padding. */
+static void im2col(const kconv_geom *g, const float *x, int64_t p0, int64_t np, float *col)
+{
+	const int64_t OW = g->OW, H = g->H, W = g->W;
+	for (int64_t c = 0; c < g->Cg; c++)
+		for (int64_t ki = 0; ki < g->KH; ki++)
+			for (int64_t kj = 0; kj < g->KW; kj++) {
+				float *dst = col + ((c * g->KH + ki) * g->KW + kj) * np;
+				const float *xc = x + c * H * W;
+				const int64_t off = kj * g->dw - g->pw;
+				int64_t lo, hi;
+				kconv_valid_range(OW, W, g->sw, off, &lo, &hi);
+				for (int64_t p = p0; p < p0 + np;) {
+					int64_t oh = p / OW, ow = p % OW, end = min64(OW, ow + (p0 + np - p));
+					int64_t ih = oh * g->sh - g->ph + ki * g->dh;
+					/* d[q - ow] is the slot of pixel (oh, q); columns [ow, a)
+					 * and [b, end) are padding, [a, b) read the input row */
+					float *d = dst + (p - p0);
+					int64_t a = end, b = end;
+					if (ih >= 0 && ih < H) {
+						a = lo < ow ? ow : lo > end ? end : lo;
+						b = hi < a ? a : hi > end ? end : hi;
+					}
+					for (int64_t q = ow; q < a; q++)
+						d[q - ow] = 0.0f;
+					if (b > a) {
+						const float *xr = xc + ih * W;
+						if (g->sw == 1)
+							memcpy(d + (a - ow), xr + a + off, (size_t)(b - a) * sizeof(float));
+						else
+							for (int64_t q = a; q < b; q++)
+								d[q - ow] = xr[q * g->sw + off];
+					}
+					for (int64_t q = b; q < end; q++)
+						d[q - ow] = 0.0f;
+					p += end - ow;
+				}
+			}
+}
+
+static void conv_task(void *ctx, int64_t t, int thread)
+{
+	const conv_job *j = ctx;
+	const kconv_geom *g = &j->g;
+	const conv_plan *p = &j->p;
+	int64_t ob = t % p->noblk, rest = t / p->noblk;
+	int64_t chunk = rest % p->nchunks, ng = rest / p->nchunks;
+	int64_t grp = ng % g->G, n = ng / g->G;
+	int64_t p0 = chunk * p->pc, np = min64(p->pc, p->P - p0);
+	int64_t o0 = grp * g->Og + ob * p->oc, no = min64(p->oc, g->Og - ob * p->oc);
+	if (np <= 0 || no <= 0)
+		return;
+	char *slot = j->ws + (size_t)thread * (p->col_bytes + p->gemm_bytes);
+	const float *x = j->x + (n * g->C + grp * g->Cg) * g->H * g->W;
+	const float *B;
+	int64_t rs_b;
+	if (p->direct) {
+		B = x + p0;
+		rs_b = p->P;
+	} else {
+		im2col(g, x, p0, np, (float *)slot);
+		B = (const float *)slot;
+		rs_b = np;
+	}
+	k_epilogue ep = k_epilogue_none();
+	ep.bias_m = j->bias ? j->bias + o0 : NULL;
+	float *C = j->y + (n * g->O + o0) * p->P + p0;
+	kgemm_f32(no, np, p->K, j->w + o0 * p->K, p->K, 1, B, rs_b, 1, C, p->P, &ep, NULL, slot + p->col_bytes);
+}
+
+static size_t conv_ws(const k_call *call, int nthreads)
+{
+	kconv_geom g;
+	if (kconv_geom_make(call, &g) != AIR_OK)
+		return 0;
+	conv_plan p = make_plan(&g, nthreads);
+	return (size_t)(nthreads < 1 ? 1 : nthreads) * (p.col_bytes + p.gemm_bytes);
+}
+
+static air_status conv_run(const k_call *call)
+{
+	conv_job j;
+	AIR_TRY(kconv_geom_make(call, &j.g));
+	if (call->out[0].numel == 0)
+		return AIR_OK;
+	j.p = make_plan(&j.g, rt_pool_size(call->pool));
+	j.x = call->in[0].data;
+	j.w = call->in[1].data;
+	j.bias = j.g.has_bias ? call->in[2].data : NULL;
+	j.y = call->out[0].data;
+	j.ws = call->workspace;
+	rt_pool_run(call->pool, j.g.N * j.g.G * j.p.nchunks * j.p.noblk, conv_task, &j);
+	return AIR_OK;
+}
+
+static bool direct_supports(const k_call *call)
+{
+	kconv_geom g;
+	return conv_f32(call) && kconv_geom_make(call, &g) == AIR_OK && is_direct(&g);
+}
+
+const k_kernel kfast_conv2d_1x1 = {"conv2d_gemm_1x1", 0, direct_supports, NULL, NULL, conv_ws, conv_run};
+const k_kernel kfast_conv2d_im2col = {"conv2d_im2col_gemm", 0, conv_f32, NULL, NULL, conv_ws, conv_run};

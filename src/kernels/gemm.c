@@ -1,0 +1,594 @@
+/* gemm.c - the portable f32 GEMM driver: micro-kernel dispatch, packing of
+ * A and B, cache blocking, threading, and the reference oracle.
+ *
+ * Blocking follows the BLIS/GotoBLAS scheme. B is packed once into panels of
+ * nr columns covering all of K (kgemm_pack_b for weights; a parallel phase of
+ * the call otherwise). The output is cut into tasks of mc rows x nc columns.
+ * A task walks K in blocks of kc: it packs its mc x kc block of A (which then
+ * lives in L2), and for each nr-wide B micro-panel (kc x nr, in L1) runs the
+ * micro-kernel down the block's rows. Partial sums over K blocks stay in C
+ * (hot in L2), and the last K block applies the epilogue tile by tile.
+ *
+ * Threads take tasks dynamically from the pool. Tasks are numbered N-block
+ * major, so threads running at the same time read the same packed B block
+ * (shared, read-only, in L3) and each packs its own A block into its own
+ * workspace slot. */
+#include "kernels/gemm.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/cpu.h"
+#include "kernels/gemm_internal.h"
+#include "kernels/vmath.h"
+
+/* Cache blocks (in elements). kc x nr of B (16 KiB) stays in L1 next to a
+ * 6 x kc sliver of A; mc x kc of A (144 KiB) stays in L2; a kc x nc block of B
+ * is shared by the threads through L3. Measured on Zen; see bench_gemm.c. */
+enum { KGEMM_KC = 256, KGEMM_MC = 144, KGEMM_NC = 1024 };
+/* Below this many multiply-adds a parallel loop costs more than it saves. */
+#define KGEMM_PARALLEL_MIN_MACS (64.0 * 64.0 * 64.0)
+/* Workspace slices start on their own cache lines (two, for the adjacent-line
+ * prefetcher), so threads never share one. */
+enum { KGEMM_ALIGN = 128 };
+/* The batched call packs B for at most this many bytes of items at a time. */
+#define KGEMM_BATCH_PACK_BYTES ((size_t)32 << 20)
+
+/* ---- dispatch ---------------------------------------------------------- */
+
+/* Widest ISA first, portable last: the first entry whose features are all
+ * present is used. An AVX-512 kernel goes at the top. */
+static const kgemm_ukernel_desc kgemm_ukernels[] = {
+#ifdef AIR_HAVE_X86
+	{"avx2_6x16", KCPU_AVX2, 6, 16, kgemm_ukernel_6x16__avx2},
+#endif
+	{"scalar_4x16", 0, 4, 16, kgemm_ukernel_4x16__scalar},
+};
+enum { KGEMM_NUKERNELS = sizeof kgemm_ukernels / sizeof kgemm_ukernels[0] };
+
+static pthread_once_t kgemm_once = PTHREAD_ONCE_INIT;
+static const kgemm_ukernel_desc *kgemm_selected;
+
+static void kgemm_select(void)
+{
+	unsigned f = kcpu_features();
+	kgemm_selected = &kgemm_ukernels[KGEMM_NUKERNELS - 1];
+	for (int i = 0; i < KGEMM_NUKERNELS; i++) {
+		if ((kgemm_ukernels[i].isa & f) == kgemm_ukernels[i].isa) {
+			kgemm_selected = &kgemm_ukernels[i];
+			break;
+		}
+	}
+}
+
+static const kgemm_ukernel_desc *kgemm_ukernel(void)
+{
+	pthread_once(&kgemm_once, kgemm_select);
+	return kgemm_selected;
+}
+
+const char *kgemm_kernel_name(void)
+{
+	return kgemm_ukernel()->name;
+}
+
+/* ---- activations --------------------------------------------------------- */
+
+float kgemm_act_simple_f32(float x, k_act act)
+{
+	switch (act) {
+	case K_ACT_RELU: return x > 0.0f ? x : 0.0f;
+	case K_ACT_RELU6: return x > 0.0f ? (x < 6.0f ? x : 6.0f) : 0.0f;
+	case K_ACT_HARDSWISH: {
+		float t = x + 3.0f;
+		t = t > 0.0f ? (t < 6.0f ? t : 6.0f) : 0.0f;
+		return x * t * (1.0f / 6.0f);
+	}
+	default: return x;
+	}
+}
+
+static kv_func kgemm_act_vmath(k_act act)
+{
+	switch (act) {
+	case K_ACT_GELU: return KV_gelu;
+	case K_ACT_GELU_TANH: return KV_gelu_tanh;
+	case K_ACT_SILU: return KV_silu;
+	case K_ACT_SIGMOID: return KV_sigmoid;
+	default: return KV_tanh;
+	}
+}
+
+void kgemm_act_tile(float *c, int64_t ldc, int64_t m, int64_t n, k_act act)
+{
+	kv_unary_f32 f = kv_unary(kgemm_act_vmath(act));
+	for (int64_t r = 0; r < m; r++)
+		f(c + r * ldc, c + r * ldc, n);
+}
+
+/* ---- packing ------------------------------------------------------------ */
+
+static int64_t kgemm_min(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int64_t kgemm_cdiv(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static size_t kgemm_align(size_t n)
+{
+	return (n + KGEMM_ALIGN - 1) / KGEMM_ALIGN * KGEMM_ALIGN;
+}
+
+/* A[m x k] (strides rs, cs) into panels of mr rows, zero-padded:
+ * panel i0/mr at dst + i0 * k, element (r, p) at [p * mr + r]. */
+static void kgemm_pack_a(int64_t m, int64_t k, const float *A, int64_t rs, int64_t cs, int mr, float *dst)
+{
+	for (int64_t i0 = 0; i0 < m; i0 += mr) {
+		int rows = (int)kgemm_min(mr, m - i0);
+		float *d = dst + i0 * k;
+		const float *s = A + i0 * rs;
+		if (cs == 1) {
+			/* row-major A: read each row contiguously */
+			for (int r = 0; r < rows; r++)
+				for (int64_t p = 0; p < k; p++)
+					d[p * mr + r] = s[r * rs + p];
+			for (int r = rows; r < mr; r++)
+				for (int64_t p = 0; p < k; p++)
+					d[p * mr + r] = 0.0f;
+		} else {
+			for (int64_t p = 0; p < k; p++) {
+				for (int r = 0; r < rows; r++)
+					d[p * mr + r] = s[r * rs + p * cs];
+				for (int r = rows; r < mr; r++)
+					d[p * mr + r] = 0.0f;
+			}
+		}
+	}
+}
+
+/* Columns [j0, j1) of B[K x N] into whole panels of nr columns covering all
+ * of K, zero-padded past N: panel j/nr at dst + (j/nr) * K * nr. */
+static void kgemm_pack_b_panels(int64_t K, int64_t N, const float *B, int64_t rs, int64_t cs, int nr,
+				int64_t j0, int64_t j1, float *dst)
+{
+	for (int64_t j = j0; j < j1; j += nr) {
+		int cols = (int)kgemm_min(nr, N - j);
+		float *d = dst + (j / nr) * K * nr;
+		const float *s = B + j * cs;
+		if (cs == 1) {
+			for (int64_t p = 0; p < K; p++) {
+				memcpy(d + p * nr, s + p * rs, (size_t)cols * sizeof(float));
+				for (int c = cols; c < nr; c++)
+					d[p * nr + c] = 0.0f;
+			}
+		} else if (rs == 1) {
+			/* transposed B (a [N x K] weight): a column at a time would
+			 * touch K destination lines per column; 16 x nr tiles keep
+			 * both sides within a few lines */
+			for (int64_t p0 = 0; p0 < K; p0 += 16) {
+				int64_t p1 = kgemm_min(K, p0 + 16);
+				for (int c = 0; c < cols; c++)
+					for (int64_t p = p0; p < p1; p++)
+						d[p * nr + c] = s[c * cs + p];
+				for (int c = cols; c < nr; c++)
+					for (int64_t p = p0; p < p1; p++)
+						d[p * nr + c] = 0.0f;
+			}
+		} else {
+			for (int64_t p = 0; p < K; p++)
+				for (int c = 0; c < nr; c++)
+					d[p * nr + c] = c < cols ? s[p * rs + c * cs] : 0.0f;
+		}
+	}
+}
+
+static size_t kgemm_packed_floats(int64_t K, int64_t N, int nr)
+{
+	return (size_t)kgemm_cdiv(N, nr) * (size_t)nr * (size_t)K;
+}
+
+struct kgemm_packed_b {
+	int64_t K, N;
+	int nr;
+	size_t bytes;
+	float *data; /* KGEMM_ALIGN-aligned panels */
+};
+
+air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int64_t cs_b,
+			kgemm_packed_b **out)
+{
+	if (!out)
+		return air_error(AIR_INVALID_ARGUMENT, "kgemm_pack_b: out is NULL");
+	*out = NULL;
+	if (K < 0 || N < 0)
+		return air_error(AIR_INVALID_ARGUMENT, "kgemm_pack_b: negative size K=%lld N=%lld",
+				 (long long)K, (long long)N);
+	if (!B && K > 0 && N > 0)
+		return air_error(AIR_INVALID_ARGUMENT, "kgemm_pack_b: B is NULL");
+	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	size_t nfloats = 0;
+	if (K > 0 && N > 0) {
+		if ((uint64_t)K > (SIZE_MAX / sizeof(float)) / ((uint64_t)N + uk->nr))
+			return air_error(AIR_INVALID_ARGUMENT, "kgemm_pack_b: %lld x %lld is too large",
+					 (long long)K, (long long)N);
+		nfloats = kgemm_packed_floats(K, N, uk->nr);
+	}
+	kgemm_packed_b *p = calloc(1, sizeof *p);
+	if (!p)
+		return air_error(AIR_OUT_OF_MEMORY, "kgemm_pack_b: no memory");
+	p->K = K;
+	p->N = N;
+	p->nr = uk->nr;
+	p->bytes = kgemm_align(nfloats * sizeof(float));
+	if (nfloats) {
+		p->data = aligned_alloc(KGEMM_ALIGN, p->bytes);
+		if (!p->data) {
+			size_t bytes = p->bytes;
+			free(p);
+			return air_error(AIR_OUT_OF_MEMORY, "kgemm_pack_b: no memory for %zu bytes", bytes);
+		}
+		kgemm_pack_b_panels(K, N, B, rs_b, cs_b, uk->nr, 0, N, p->data);
+	}
+	*out = p;
+	return AIR_OK;
+}
+
+void kgemm_packed_b_free(kgemm_packed_b *packed)
+{
+	if (!packed)
+		return;
+	free(packed->data);
+	free(packed);
+}
+
+size_t kgemm_packed_b_bytes(const kgemm_packed_b *packed)
+{
+	return packed ? sizeof *packed + packed->bytes : 0;
+}
+
+/* ---- plan and workspace ------------------------------------------------- */
+
+typedef struct kgemm_plan {
+	int64_t mc, nc, kc; /* block sizes: mc a multiple of mr, nc of nr */
+	int64_t nm, nn;     /* blocks per matrix */
+} kgemm_plan;
+
+/* Splits one matrix (of batch) into tasks. One thread: blocks of the cache
+ * sizes. More: keep splitting (the longer side of a task, so tasks stay
+ * square-ish and the A packing and B streaming per task stay small next to
+ * its arithmetic) until there are a few tasks per thread to balance. */
+static kgemm_plan kgemm_make_plan(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, int64_t N,
+				  int64_t K, int nthreads)
+{
+	kgemm_plan p;
+	/* K is blocked so that a B micro-panel stays in L1 while it is used by
+	 * every micro-tile row of the block; with one row (GEMV-like) nothing
+	 * reuses it, and one long stream per panel is better for the prefetcher */
+	int64_t kb = M <= uk->mr ? 1 : kgemm_cdiv(K, KGEMM_KC);
+	p.kc = kb ? kgemm_cdiv(K, kb) : 0;
+	int64_t nm = kgemm_cdiv(M, KGEMM_MC), nn = kgemm_cdiv(N, KGEMM_NC);
+	int64_t mtiles = kgemm_cdiv(M, uk->mr), ntiles = kgemm_cdiv(N, uk->nr);
+	int64_t want = 1;
+	if (nthreads > 1 && (double)batch * M * N * K >= KGEMM_PARALLEL_MIN_MACS)
+		want = 4 * (int64_t)nthreads;
+	while (batch * nm * nn < want) {
+		int can_m = nm < mtiles, can_n = nn < ntiles;
+		if (!can_m && !can_n)
+			break;
+		if (can_n && (!can_m || kgemm_cdiv(N, nn) >= kgemm_cdiv(M, nm)))
+			nn++;
+		else
+			nm++;
+	}
+	p.mc = kgemm_cdiv(kgemm_cdiv(M, nm), uk->mr) * uk->mr;
+	p.nm = kgemm_cdiv(M, p.mc);
+	p.nc = kgemm_cdiv(kgemm_cdiv(N, nn), uk->nr) * uk->nr;
+	p.nn = kgemm_cdiv(N, p.nc);
+	return p;
+}
+
+/* Bytes of one thread's A block: an upper bound of mc * kc over all plans. */
+static size_t kgemm_slot_bytes(const kgemm_ukernel_desc *uk, int64_t M, int64_t K)
+{
+	int64_t mc = kgemm_min(kgemm_cdiv(M, uk->mr) * uk->mr, KGEMM_MC);
+	int64_t kc = M <= uk->mr ? K : kgemm_min(K, KGEMM_KC);
+	return kgemm_align((size_t)mc * (size_t)kc * sizeof(float));
+}
+
+static int kgemm_empty(int64_t M, int64_t N, int64_t K)
+{
+	return M <= 0 || N <= 0 || K <= 0;
+}
+
+size_t kgemm_packed_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
+{
+	if (kgemm_empty(M, N, K))
+		return 0;
+	if (nthreads < 1)
+		nthreads = 1;
+	return (size_t)nthreads * kgemm_slot_bytes(kgemm_ukernel(), M, K);
+}
+
+size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
+{
+	if (kgemm_empty(M, N, K))
+		return 0;
+	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	return kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float)) +
+	       kgemm_packed_workspace_bytes(M, N, K, nthreads);
+}
+
+/* Batch items whose packed B fit in one round of the batched call. */
+static int64_t kgemm_batch_chunk(int64_t batch, int64_t N, int64_t K)
+{
+	size_t item = kgemm_align(kgemm_packed_floats(K, N, kgemm_ukernel()->nr) * sizeof(float));
+	int64_t chunk = (int64_t)(KGEMM_BATCH_PACK_BYTES / item);
+	return chunk < 1 ? 1 : (chunk > batch ? batch : chunk);
+}
+
+size_t kgemm_batched_workspace_bytes(int64_t batch, int64_t M, int64_t N, int64_t K, int nthreads)
+{
+	if (batch <= 0 || kgemm_empty(M, N, K))
+		return 0;
+	size_t item = kgemm_align(kgemm_packed_floats(K, N, kgemm_ukernel()->nr) * sizeof(float));
+	return (size_t)kgemm_batch_chunk(batch, N, K) * item + kgemm_packed_workspace_bytes(M, N, K, nthreads);
+}
+
+/* ---- the parallel loops ------------------------------------------------- */
+
+typedef struct kgemm_job {
+	const kgemm_ukernel_desc *uk;
+	int64_t M, N, K;
+	const float *A;
+	int64_t bs_a, rs_a, cs_a;
+	const float *Bp; /* packed B of item b at Bp + b * bs_bp */
+	int64_t bs_bp;
+	float *C;
+	int64_t bs_c, ldc;
+	const k_epilogue *ep;
+	kgemm_plan plan;
+	char *slots; /* per-thread A blocks */
+	size_t slot_bytes;
+	int direct_a; /* A is read in place (row-major), not packed */
+} kgemm_job;
+
+static void kgemm_task(void *ctx, int64_t t, int thread)
+{
+	const kgemm_job *j = ctx;
+	const kgemm_ukernel_desc *uk = j->uk;
+	const int mr = uk->mr, nr = uk->nr;
+	const int64_t per = j->plan.nm * j->plan.nn;
+	const int64_t b = t / per, r = t % per, jn = r / j->plan.nm, im = r % j->plan.nm;
+	const int64_t m0 = im * j->plan.mc, m1 = kgemm_min(j->M, m0 + j->plan.mc);
+	const int64_t n0 = jn * j->plan.nc, n1 = kgemm_min(j->N, n0 + j->plan.nc);
+	const int64_t K = j->K, ldc = j->ldc;
+	const float *A = j->A + b * j->bs_a;
+	const float *Bp = j->Bp + b * j->bs_bp;
+	float *C = j->C + b * j->bs_c;
+	const k_epilogue *ep = j->ep;
+	const float *res = ep->residual ? ep->residual + b * j->bs_c : NULL;
+	float *abuf = (float *)(j->slots + (size_t)thread * j->slot_bytes);
+
+	kgemm_tile_ep te;
+	te.alpha = ep->alpha;
+	te.act = ep->act;
+	te.ld_res = ep->ld_residual;
+	for (int64_t pc = 0; pc < K; pc += j->plan.kc) {
+		const int64_t kc = kgemm_min(j->plan.kc, K - pc);
+		/* row-major A is read in place; anything else is packed */
+		const float *ablk = A + m0 * j->rs_a + pc;
+		int64_t rs = j->rs_a, cs = 1;
+		if (!j->direct_a) {
+			kgemm_pack_a(m1 - m0, kc, A + m0 * j->rs_a + pc * j->cs_a, j->rs_a, j->cs_a, mr, abuf);
+			ablk = abuf;
+			rs = 1;
+			cs = mr;
+		}
+		te.flags = (pc == 0 ? KGEMM_TILE_FIRST : 0) | (pc + kc == K ? KGEMM_TILE_LAST : 0);
+		for (int64_t jj = n0; jj < n1; jj += nr) {
+			const float *bp = Bp + (jj / nr) * K * nr + pc * nr;
+			const int n = (int)kgemm_min(nr, n1 - jj);
+			te.bias_n = ep->bias_n ? ep->bias_n + jj : NULL;
+			for (int64_t ii = m0; ii < m1; ii += mr) {
+				te.bias_m = ep->bias_m ? ep->bias_m + ii : NULL;
+				te.res = res ? res + ii * te.ld_res + jj : NULL;
+				/* a packed panel holds mr rows: (ii - m0) * kc = panel * mr * kc */
+				const float *a = j->direct_a ? ablk + (ii - m0) * rs : ablk + (ii - m0) * kc;
+				uk->fn(kc, a, rs, cs, bp, C + ii * ldc + jj, ldc, (int)kgemm_min(mr, m1 - ii), n, &te);
+			}
+		}
+	}
+}
+
+typedef struct kgemm_pack_job {
+	int64_t K, N;
+	const float *B;
+	int64_t bs_b, rs_b, cs_b;
+	float *dst;
+	int64_t bs_dst;
+	int nr;
+	int64_t per_item, cols; /* tasks per item, columns per task */
+} kgemm_pack_job;
+
+static void kgemm_pack_task(void *ctx, int64_t t, int thread)
+{
+	const kgemm_pack_job *p = ctx;
+	int64_t b = t / p->per_item, j0 = (t % p->per_item) * p->cols;
+	kgemm_pack_b_panels(p->K, p->N, p->B + b * p->bs_b, p->rs_b, p->cs_b, p->nr, j0,
+			    kgemm_min(p->N, j0 + p->cols), p->dst + b * p->bs_dst);
+}
+
+/* Packs B of `batch` items into dst (item stride bs_dst floats) in parallel. */
+static void kgemm_pack_b_parallel(int64_t batch, int64_t K, int64_t N, const float *B, int64_t bs_b,
+				  int64_t rs_b, int64_t cs_b, int nr, float *dst, int64_t bs_dst,
+				  rt_pool *pool)
+{
+	kgemm_pack_job p = {K, N, B, bs_b, rs_b, cs_b, dst, bs_dst, nr, 0, 0};
+	/* ~64 KiB of packed panels per task */
+	int64_t panels = kgemm_cdiv(N, nr), per_task = (16384 + K * nr - 1) / (K * nr);
+	if (per_task > panels)
+		per_task = panels;
+	p.cols = per_task * nr;
+	p.per_item = kgemm_cdiv(panels, per_task);
+	rt_pool_run(pool, batch * p.per_item, kgemm_pack_task, &p);
+}
+
+/* C = epilogue(0): what a product over K == 0 leaves. */
+static void kgemm_epilogue_only(int64_t M, int64_t N, float *C, int64_t ldc, const k_epilogue *ep,
+				const float *res)
+{
+	for (int64_t i = 0; i < M; i++) {
+		for (int64_t jj = 0; jj < N; jj++) {
+			float v = 0.0f;
+			if (ep->bias_n)
+				v += ep->bias_n[jj];
+			if (ep->bias_m)
+				v += ep->bias_m[i];
+			if (res)
+				v += res[i * ep->ld_residual + jj];
+			C[i * ldc + jj] = kgemm_act_simple_f32(v, ep->act);
+		}
+	}
+	if (kgemm_act_is_transcendental(ep->act))
+		kgemm_act_tile(C, ldc, M, N, ep->act);
+}
+
+static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, int64_t N, int64_t K,
+		      const float *A, int64_t bs_a, int64_t rs_a, int64_t cs_a, const float *Bp,
+		      int64_t bs_bp, float *C, int64_t bs_c, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
+		      char *slots)
+{
+	int nthreads = rt_pool_size(pool);
+	kgemm_job j = {uk, M, N, K, A, bs_a, rs_a, cs_a, Bp, bs_bp, C, bs_c, ldc, ep,
+		       kgemm_make_plan(uk, batch, M, N, K, nthreads), slots, kgemm_slot_bytes(uk, M, K),
+		       cs_a == 1};
+	rt_pool_run(pool, batch * j.plan.nm * j.plan.nn, kgemm_task, &j);
+}
+
+/* Handles the degenerate sizes; returns 1 if nothing is left to do. */
+static int kgemm_trivial(int64_t batch, int64_t M, int64_t N, int64_t K, float *C, int64_t bs_c,
+			 int64_t ldc, const k_epilogue *ep)
+{
+	if (batch <= 0 || M <= 0 || N <= 0)
+		return 1;
+	if (K > 0)
+		return 0;
+	for (int64_t b = 0; b < batch; b++)
+		kgemm_epilogue_only(M, N, C + b * bs_c, ldc, ep, ep->residual ? ep->residual + b * bs_c : NULL);
+	return 1;
+}
+
+static const k_epilogue *kgemm_ep_or_none(const k_epilogue *ep, k_epilogue *none)
+{
+	if (ep)
+		return ep;
+	*none = k_epilogue_none();
+	return none;
+}
+
+void kgemm_f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a,
+		      const kgemm_packed_b *B, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
+		      void *workspace)
+{
+	k_epilogue none;
+	ep = kgemm_ep_or_none(ep, &none);
+	if (kgemm_trivial(1, M, N, K, C, 0, ldc, ep))
+		return;
+	/* packed->nr is the selected kernel's: both come from kgemm_ukernel() */
+	kgemm_run(kgemm_ukernel(), 1, M, N, K, A, 0, rs_a, cs_a, B->data, 0, C, 0, ldc, ep, pool, workspace);
+}
+
+void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a, const float *B,
+	       int64_t rs_b, int64_t cs_b, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
+	       void *workspace)
+{
+	k_epilogue none;
+	ep = kgemm_ep_or_none(ep, &none);
+	if (kgemm_trivial(1, M, N, K, C, 0, ldc, ep))
+		return;
+	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	float *Bp = workspace;
+	char *slots = (char *)workspace + kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float));
+	kgemm_pack_b_parallel(1, K, N, B, 0, rs_b, cs_b, uk->nr, Bp, 0, pool);
+	kgemm_run(uk, 1, M, N, K, A, 0, rs_a, cs_a, Bp, 0, C, 0, ldc, ep, pool, slots);
+}
+
+void kgemm_f32_batched(int64_t batch, int64_t M, int64_t N, int64_t K, const float *A, int64_t bs_a,
+		       int64_t rs_a, int64_t cs_a, const float *B, int64_t bs_b, int64_t rs_b, int64_t cs_b,
+		       float *C, int64_t bs_c, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
+		       void *workspace)
+{
+	k_epilogue none;
+	ep = kgemm_ep_or_none(ep, &none);
+	if (kgemm_trivial(batch, M, N, K, C, bs_c, ldc, ep))
+		return;
+	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	const int64_t item = (int64_t)(kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float)) /
+				       sizeof(float));
+	const int64_t chunk = kgemm_batch_chunk(batch, N, K);
+	float *Bp = workspace;
+	char *slots = (char *)workspace + (size_t)chunk * (size_t)item * sizeof(float);
+	for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
+		int64_t nb = kgemm_min(chunk, batch - b0);
+		kgemm_pack_b_parallel(nb, K, N, B + b0 * bs_b, bs_b, rs_b, cs_b, uk->nr, Bp, item, pool);
+		k_epilogue e = *ep;
+		if (e.residual)
+			e.residual += b0 * bs_c;
+		kgemm_run(uk, nb, M, N, K, A + b0 * bs_a, bs_a, rs_a, cs_a, Bp, item, C + b0 * bs_c, bs_c, ldc,
+			  &e, pool, slots);
+	}
+}
+
+/* ---- the oracle ---------------------------------------------------------- */
+
+static double kgemm_act_f64(double x, k_act act)
+{
+	switch (act) {
+	case K_ACT_NONE: return x;
+	case K_ACT_RELU: return x > 0.0 ? x : 0.0;
+	case K_ACT_RELU6: return x > 0.0 ? (x < 6.0 ? x : 6.0) : 0.0;
+	case K_ACT_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+	case K_ACT_GELU_TANH:
+		return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+	case K_ACT_SILU: return x / (1.0 + exp(-x));
+	case K_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+	case K_ACT_TANH: return tanh(x);
+	case K_ACT_HARDSWISH: {
+		double t = x + 3.0;
+		t = t > 0.0 ? (t < 6.0 ? t : 6.0) : 0.0;
+		return x * t / 6.0;
+	}
+	}
+	return x;
+}
+
+void kgemm_f32_reference(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a,
+			 const float *B, int64_t rs_b, int64_t cs_b, float *C, int64_t ldc,
+			 const k_epilogue *ep)
+{
+	k_epilogue none;
+	ep = kgemm_ep_or_none(ep, &none);
+	for (int64_t i = 0; i < M; i++) {
+		for (int64_t jj = 0; jj < N; jj++) {
+			double s = 0.0;
+			for (int64_t p = 0; p < K; p++)
+				s += (double)A[i * rs_a + p * cs_a] * (double)B[p * rs_b + jj * cs_b];
+			s *= ep->alpha;
+			if (ep->bias_n)
+				s += ep->bias_n[jj];
+			if (ep->bias_m)
+				s += ep->bias_m[i];
+			/* read before C[i, jj] is written: the residual may alias C */
+			if (ep->residual)
+				s += ep->residual[i * ep->ld_residual + jj];
+			C[i * ldc + jj] = (float)kgemm_act_f64(s, ep->act);
+		}
+	}
+}

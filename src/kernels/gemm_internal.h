@@ -1,0 +1,73 @@
+/* gemm_internal.h - what the portable GEMM driver (gemm.c) shares with its
+ * micro-kernels (gemm_scalar.c, x86/avx2/gemm_avx2.c): the micro-kernel
+ * signature, the per-tile epilogue, and the packed panel layouts.
+ *
+ * The B panel is always packed: kc x nr columns, stored k-major
+ * (b[p * nr + j]), zero-padded past N, 32-byte aligned. A is read through
+ * strides: element (r, p) of the tile's rows is a[r * rs_a + p * cs_a]. The
+ * driver passes either A itself (row-major A: rs_a = lda, cs_a = 1; no
+ * packing at all) or a packed panel (rs_a = 1, cs_a = mr, zero-padded). */
+#ifndef AIR_KERNELS_GEMM_INTERNAL_H
+#define AIR_KERNELS_GEMM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "kernels/epilogue.h"
+
+enum {
+	KGEMM_TILE_FIRST = 1, /* first K block: add bias and residual, ignore old C */
+	KGEMM_TILE_LAST = 2,  /* last K block: apply the activation */
+};
+
+/* The epilogue of one micro-tile. Pointers are already offset to the tile's
+ * origin. A partial product over K blocks is kept in C itself: the first
+ * block stores alpha*acc + bias + residual, later blocks add alpha*acc, and
+ * the last one applies the activation. Folding the residual in first (not
+ * last) is what lets the residual alias C. */
+typedef struct kgemm_tile_ep {
+	float alpha;
+	int flags;
+	k_act act;
+	const float *bias_n; /* [n] or NULL */
+	const float *bias_m; /* [m] or NULL */
+	const float *res;    /* [m x n], row stride ld_res, or NULL */
+	int64_t ld_res;
+} kgemm_tile_ep;
+
+/* C[m x n] (m <= mr, n <= nr) op= A (m x kc) @ B panel (kc x nr), then
+ * the tile epilogue. Rows of A past m are never read. */
+typedef void (*kgemm_ukernel_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+
+typedef struct kgemm_ukernel_desc {
+	const char *name;
+	unsigned isa; /* kcpu_features() bits it needs */
+	int mr, nr;
+	kgemm_ukernel_fn fn;
+} kgemm_ukernel_desc;
+
+/* True for the activations computed by vmath (exp, erf, tanh inside): the
+ * kernels apply them in a second pass over the tile they just stored, while
+ * it is in L1. The others are a min/max or two, applied before the store. */
+static inline int kgemm_act_is_transcendental(k_act act)
+{
+	return act == K_ACT_GELU || act == K_ACT_GELU_TANH || act == K_ACT_SILU ||
+	       act == K_ACT_SIGMOID || act == K_ACT_TANH;
+}
+
+/* One of the simple activations (relu, relu6, hardswish); x otherwise. */
+float kgemm_act_simple_f32(float x, k_act act);
+
+/* Applies a transcendental act in place to an m x n block (row stride ldc)
+ * with vmath's kernels, so a fused activation gives the same values as the
+ * standalone elementwise op. */
+void kgemm_act_tile(float *c, int64_t ldc, int64_t m, int64_t n, k_act act);
+
+void kgemm_ukernel_4x16__scalar(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+				float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+#ifdef AIR_HAVE_X86
+void kgemm_ukernel_6x16__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+			      float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+#endif
+
+#endif

@@ -1,0 +1,211 @@
+/* gemm_avx2.c - the AVX2+FMA GEMM micro-kernel: a 6x16 register tile
+ * (12 accumulators, 2 B vectors, 1 broadcast = 15 of 16 YMM registers) with
+ * the epilogue applied to the accumulators before they are stored.
+ *
+ * Tiles with fewer than 6 rows get their own instantiation (m is known at
+ * compile time there), so a thin product such as M = 1 does 2 FMAs per k,
+ * not 12. With few rows there are too few independent accumulators to hide
+ * the FMA latency (4-5 cycles), so those variants keep two accumulator sets
+ * (even and odd k) and add them at the end. */
+#include <immintrin.h>
+
+#include "kernels/gemm_internal.h"
+#include "kernels/x86/avx2/vmath_avx2.h"
+
+enum { MR = 6, NR = 16 };
+
+/* Lanes [0, n) set, n in [0, 8]. */
+static inline __m256i lane_mask(int n)
+{
+	static const int32_t ones_then_zeros[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+	return _mm256_loadu_si256((const __m256i *)(ones_then_zeros + 8 - n));
+}
+
+static inline __attribute__((always_inline)) void load16(const float *p, int full, __m256i m0, __m256i m1,
+							 __m256 *v0, __m256 *v1)
+{
+	if (full) {
+		*v0 = _mm256_loadu_ps(p);
+		*v1 = _mm256_loadu_ps(p + 8);
+	} else {
+		/* masked lanes are not read, so a row that ends at a page is safe */
+		*v0 = _mm256_maskload_ps(p, m0);
+		*v1 = _mm256_maskload_ps(p + 8, m1);
+	}
+}
+
+static inline __attribute__((always_inline)) __m256 act_simple(__m256 v, k_act act)
+{
+	const __m256 zero = _mm256_setzero_ps(), six = _mm256_set1_ps(6.0f);
+	switch (act) {
+	case K_ACT_RELU:
+		return _mm256_max_ps(v, zero);
+	case K_ACT_RELU6:
+		return _mm256_min_ps(_mm256_max_ps(v, zero), six);
+	case K_ACT_HARDSWISH: {
+		__m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, _mm256_set1_ps(3.0f)), zero), six);
+		return _mm256_mul_ps(v, _mm256_mul_ps(t, _mm256_set1_ps(1.0f / 6.0f)));
+	}
+	default:
+		return v;
+	}
+}
+
+static inline __m256 act_transcendental(__m256 v, k_act act)
+{
+	switch (act) {
+	case K_ACT_GELU: return kv_gelu8(v);
+	case K_ACT_GELU_TANH: return kv_gelu_tanh8(v);
+	case K_ACT_SILU: return kv_silu8(v);
+	case K_ACT_SIGMOID: return kv_sigmoid8(v);
+	case K_ACT_TANH: return kv_tanh8(v);
+	default: return v;
+	}
+}
+
+/* The second pass for exp/erf/tanh-based activations over a tile that was
+ * just stored (so it is in L1). Out of line: inlined into every row-count
+ * variant, these long polynomials would only bloat the kernel. */
+static __attribute__((noinline)) void act_tile(float *c, int64_t ldc, int m, int n, k_act act)
+{
+	const int full = n == NR;
+	const __m256i m0 = lane_mask(n < 8 ? n : 8), m1 = lane_mask(n > 8 ? n - 8 : 0);
+	for (int r = 0; r < m; r++) {
+		float *cr = c + r * ldc;
+		__m256 v0, v1;
+		load16(cr, full, m0, m1, &v0, &v1);
+		v0 = act_transcendental(v0, act);
+		if (full) {
+			_mm256_storeu_ps(cr, v0);
+			_mm256_storeu_ps(cr + 8, act_transcendental(v1, act));
+		} else {
+			_mm256_maskstore_ps(cr, m0, v0);
+			if (n > 8)
+				_mm256_maskstore_ps(cr + 8, m1, act_transcendental(v1, act));
+		}
+	}
+}
+
+/* The tile body for a compile-time row count ROWS (1..6). SPLIT keeps a
+ * second accumulator set for odd k. */
+static inline __attribute__((always_inline)) void tile(const int ROWS, const int SPLIT, int64_t kc,
+						       const float *a, int64_t rs_a, int64_t cs_a,
+						       const float *b, float *c, int64_t ldc, int n,
+						       const kgemm_tile_ep *ep)
+{
+	__m256 acc[MR][2], odd[MR][2];
+#pragma GCC unroll 6
+	for (int r = 0; r < ROWS; r++) {
+		acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+		odd[r][0] = odd[r][1] = _mm256_setzero_ps();
+	}
+	/* C (or the residual) is read once the sums are done; start it coming */
+	{
+		const int first = ep->flags & KGEMM_TILE_FIRST;
+		const float *pc = first ? ep->res : c;
+		int64_t ld = first ? ep->ld_res : ldc;
+		if (pc) {
+#pragma GCC unroll 6
+			for (int r = 0; r < ROWS; r++) {
+				_mm_prefetch((const char *)(pc + r * ld), _MM_HINT_T0);
+				_mm_prefetch((const char *)(pc + r * ld + NR - 1), _MM_HINT_T0);
+			}
+		}
+	}
+	int64_t p = 0;
+	if (SPLIT) {
+		for (; p + 2 <= kc; p += 2) {
+			__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+			__m256 b2 = _mm256_load_ps(b + NR), b3 = _mm256_load_ps(b + NR + 8);
+#pragma GCC unroll 6
+			for (int r = 0; r < ROWS; r++) {
+				__m256 ar = _mm256_broadcast_ss(a + r * rs_a);
+				acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
+				acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
+				__m256 as = _mm256_broadcast_ss(a + cs_a + r * rs_a);
+				odd[r][0] = _mm256_fmadd_ps(as, b2, odd[r][0]);
+				odd[r][1] = _mm256_fmadd_ps(as, b3, odd[r][1]);
+			}
+			a += 2 * cs_a;
+			b += 2 * NR;
+		}
+	}
+#pragma GCC unroll 4
+	for (; p < kc; p++) {
+		__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#pragma GCC unroll 6
+		for (int r = 0; r < ROWS; r++) {
+			__m256 ar = _mm256_broadcast_ss(a + r * rs_a);
+			acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
+			acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
+		}
+		a += cs_a;
+		b += NR;
+	}
+	if (SPLIT) {
+#pragma GCC unroll 6
+		for (int r = 0; r < ROWS; r++) {
+			acc[r][0] = _mm256_add_ps(acc[r][0], odd[r][0]);
+			acc[r][1] = _mm256_add_ps(acc[r][1], odd[r][1]);
+		}
+	}
+
+	const int first = ep->flags & KGEMM_TILE_FIRST, last = ep->flags & KGEMM_TILE_LAST;
+	const int full = n == NR;
+	const __m256i m0 = lane_mask(n < 8 ? n : 8), m1 = lane_mask(n > 8 ? n - 8 : 0);
+	const __m256 alpha = _mm256_set1_ps(ep->alpha);
+	const k_act act = last ? ep->act : K_ACT_NONE;
+	__m256 bn0 = _mm256_setzero_ps(), bn1 = _mm256_setzero_ps();
+	if (first && ep->bias_n)
+		load16(ep->bias_n, full, m0, m1, &bn0, &bn1);
+#pragma GCC unroll 6
+	for (int r = 0; r < ROWS; r++) {
+		/* alpha * acc is exact for alpha == 1, so no branch for it */
+		__m256 v0 = _mm256_mul_ps(acc[r][0], alpha), v1 = _mm256_mul_ps(acc[r][1], alpha);
+		__m256 o0, o1;
+		if (first) {
+			v0 = _mm256_add_ps(v0, bn0);
+			v1 = _mm256_add_ps(v1, bn1);
+			if (ep->bias_m) {
+				__m256 bm = _mm256_broadcast_ss(ep->bias_m + r);
+				v0 = _mm256_add_ps(v0, bm);
+				v1 = _mm256_add_ps(v1, bm);
+			}
+			if (ep->res) {
+				load16(ep->res + r * ep->ld_res, full, m0, m1, &o0, &o1);
+				v0 = _mm256_add_ps(v0, o0);
+				v1 = _mm256_add_ps(v1, o1);
+			}
+		} else {
+			load16(c + r * ldc, full, m0, m1, &o0, &o1);
+			v0 = _mm256_add_ps(v0, o0);
+			v1 = _mm256_add_ps(v1, o1);
+		}
+		v0 = act_simple(v0, act);
+		v1 = act_simple(v1, act);
+		float *cr = c + r * ldc;
+		if (full) {
+			_mm256_storeu_ps(cr, v0);
+			_mm256_storeu_ps(cr + 8, v1);
+		} else {
+			_mm256_maskstore_ps(cr, m0, v0);
+			_mm256_maskstore_ps(cr + 8, m1, v1);
+		}
+	}
+	if (kgemm_act_is_transcendental(act))
+		act_tile(c, ldc, ROWS, n, act);
+}
+
+void kgemm_ukernel_6x16__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+			      float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
+{
+	switch (m) {
+	case 6: tile(6, 0, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 5: tile(5, 0, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 4: tile(4, 0, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 3: tile(3, 1, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 2: tile(2, 1, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 1: tile(1, 1, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	default: break;
+	}
+}
