@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-python3 -m pip install -q "torch==2.13.0" "transformers>=4.40" pytest numpy matplotlib \
+python3 -m pip install -q "torch==2.13.0" "transformers>=4.40" pytest expecttest numpy matplotlib \
   "scikit-build-core>=0.8" cmake ninja
 python3 -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build/wheel .
 python3 -c "import torchair; print('torchair', torchair.__version__, 'isa', torchair._C.isa())"

@@ -307,6 +307,19 @@ def _clamp(L: Lowerer, n: Node) -> Value:
     return L.node("clamp", [x], attrs)
 
 
+@lowers(aten.clamp.Tensor)
+def _clamp_tensor(L: Lowerer, n: Node) -> Value:
+    # torch.clamp(x, lo, hi) == minimum(maximum(x, lo), hi), NaN included
+    out = out_val(n)
+    y = L.cast(L.value(n.args[0]), out.dtype)
+    lo, hi = arg(n, 1, "min"), arg(n, 2, "max")
+    if lo is not None:
+        y = L.node("maximum", [y, L.operand(lo, out.dtype)])
+    if hi is not None:
+        y = L.node("minimum", [y, L.operand(hi, out.dtype)])
+    return y if (lo is not None or hi is not None) else L.node("copy", [y])
+
+
 @lowers(aten.leaky_relu.default)
 def _leaky_relu(L: Lowerer, n: Node) -> Value:
     return L.node("leaky_relu", [L.value(n.args[0])], {"negative_slope": float(arg(n, 1, "negative_slope", 0.01))})
@@ -567,14 +580,23 @@ def _getitem(L: Lowerer, n: Node) -> Value:
 
 
 def _axes(dims: Any, rank: int) -> list[int]:
-    if dims is None:
+    if dims is None or rank == 0:  # a 0-d tensor takes dim 0 or -1: "all" of nothing
         return []
     if isinstance(dims, int):
         dims = [dims]
     return sorted(norm_axis(d, rank) for d in dims)
 
 
-@lowers(aten.mean.dim, aten.sum.dim_IntList, aten.amax.default, aten.amin.default, aten.mean.default, aten.sum.default)
+@lowers(
+    aten.mean.dim,
+    aten.sum.dim_IntList,
+    aten.amax.default,
+    aten.amin.default,
+    aten.mean.default,
+    aten.sum.default,
+    aten.prod.default,
+    aten.prod.dim_int,
+)
 def _reduce(L: Lowerer, n: Node) -> Value:
     out = out_val(n)
     xv = meta(n.args[0])
@@ -585,8 +607,10 @@ def _reduce(L: Lowerer, n: Node) -> Value:
         aten.sum.default: "sum",
         aten.amax.default: "amax",
         aten.amin.default: "amin",
+        aten.prod.default: "prod",
+        aten.prod.dim_int: "prod",
     }[n.target]
-    if n.target in (aten.mean.default, aten.sum.default):
+    if n.target in (aten.mean.default, aten.sum.default, aten.prod.default):
         axes, keep = list(range(xv.dim())), 0
     else:
         axes = _axes(arg(n, 1, "dim", None), xv.dim())
@@ -595,6 +619,17 @@ def _reduce(L: Lowerer, n: Node) -> Value:
             axes = list(range(xv.dim()))
     x = L.cast(L.value(n.args[0]), out.dtype)
     return L.node(op, [x], {"axes": axes, "keepdim": keep})
+
+
+@lowers(aten.any.dim, aten.any.dims, aten.any.default, aten.all.dim, aten.all.dims, aten.all.default)
+def _any_all(L: Lowerer, n: Node) -> Value:
+    # on bool, amax is "any" and amin is "all"
+    xv = meta(n.args[0])
+    op = "amax" if n.target in (aten.any.dim, aten.any.dims, aten.any.default) else "amin"
+    axes = _axes(arg(n, 1, "dim", None), xv.dim()) if len(n.args) > 1 or "dim" in n.kwargs else []
+    keep = int(bool(arg(n, 2, "keepdim", False)))
+    x = L.cast(L.value(n.args[0]), torch.bool)
+    return L.node(op, [x], {"axes": axes or list(range(xv.dim())), "keepdim": keep})
 
 
 @lowers(aten.cumsum.default)
@@ -607,9 +642,11 @@ def _cumsum(L: Lowerer, n: Node) -> Value:
 @lowers(aten.argmax.default)
 def _argmax(L: Lowerer, n: Node) -> Value:
     dim = arg(n, 1, "dim", None)
-    if dim is None:
-        raise Unsupported("argmax over all dims")
     xv = meta(n.args[0])
+    if dim is None or xv.dim() == 0:  # over everything: flatten first
+        flat = L.node("reshape", [L.value(n.args[0])], {"shape": [L.dim(xv.numel())]})
+        out = L.node("argmax", [flat], {"axis": 0, "keepdim": 0})
+        return L.node("reshape", [out], {"shape": L.dims(out_val(n).shape)})
     return L.node("argmax", [L.value(n.args[0])], {"axis": norm_axis(dim, xv.dim()), "keepdim": int(arg(n, 2, "keepdim", False))})
 
 
@@ -820,11 +857,13 @@ def _arange(L: Lowerer, n: Node) -> Value:
     return L.node("arange", [], {"start": float(start), "step": float(step), "length": L.dim(length), "dtype": air_dtype(out.dtype)})
 
 
-@lowers(aten.full.default, aten.zeros.default, aten.ones.default)
+@lowers(aten.full.default, aten.zeros.default, aten.ones.default, aten.full_like.default, aten.zeros_like.default, aten.ones_like.default)
 def _full(L: Lowerer, n: Node) -> Value:
     out = out_val(n)
-    if n.target == aten.full.default:
+    if n.target in (aten.full.default, aten.full_like.default):
         value = n.args[1]
+    elif n.target in (aten.zeros_like.default, aten.ones_like.default):
+        value = 0 if n.target == aten.zeros_like.default else 1
     else:
         value = 0 if n.target == aten.zeros.default else 1
     if not isinstance(value, (int, float, bool)):

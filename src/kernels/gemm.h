@@ -34,7 +34,8 @@ size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
 size_t kgemm_packed_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
 
 /* C = epilogue(A @ B) with B packed. workspace: kgemm_workspace_bytes(...)
- * bytes, 64-byte aligned. pool may be NULL (one thread). */
+ * bytes, best 64-byte aligned. pool may be NULL (one thread). ep may be NULL
+ * (the identity). A residual may alias C exactly (same pointer and ld). */
 void kgemm_f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a,
 		      const kgemm_packed_b *B, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
 		      void *workspace);

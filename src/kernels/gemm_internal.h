@@ -3,7 +3,8 @@
  * signature, the per-tile epilogue, and the packed panel layouts.
  *
  * The B panel is always packed: kc x nr columns, stored k-major
- * (b[p * nr + j]), zero-padded past N, 32-byte aligned. A is read through
+ * (b[p * nr + j]), zero-padded past N; 64-byte aligned when the workspace
+ * is, but kernels must not rely on it (a caller's slice may not be). A is read through
  * strides: element (r, p) of the tile's rows is a[r * rs_a + p * cs_a]. The
  * driver passes either A itself (row-major A: rs_a = lda, cs_a = 1; no
  * packing at all) or a packed panel (rs_a = 1, cs_a = mr, zero-padded). */

@@ -115,8 +115,8 @@ static inline __attribute__((always_inline)) void tile(const int ROWS, const int
 	int64_t p = 0;
 	if (SPLIT) {
 		for (; p + 2 <= kc; p += 2) {
-			__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-			__m256 b2 = _mm256_load_ps(b + NR), b3 = _mm256_load_ps(b + NR + 8);
+			__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+			__m256 b2 = _mm256_loadu_ps(b + NR), b3 = _mm256_loadu_ps(b + NR + 8);
 #pragma GCC unroll 6
 			for (int r = 0; r < ROWS; r++) {
 				__m256 ar = _mm256_broadcast_ss(a + r * rs_a);
@@ -132,7 +132,7 @@ static inline __attribute__((always_inline)) void tile(const int ROWS, const int
 	}
 #pragma GCC unroll 4
 	for (; p < kc; p++) {
-		__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+		__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
 		for (int r = 0; r < ROWS; r++) {
 			__m256 ar = _mm256_broadcast_ss(a + r * rs_a);
