@@ -2,7 +2,9 @@
  * ResNet-50 convolutions as im2col GEMMs at batch 1, BERT-base linears and
  * attention, a classifier GEMV) with 1 and 2 threads, as a fraction of the
  * FMA peak measured by a probe on this machine. Not a CTest test; build by
- * hand (see the report in the commit) and run: bench_gemm [seconds-per-case].
+ * hand against the CMake-built library and run it:
+ *   cc -O2 -Iinclude -Isrc tests/c/bench_gemm.c build/libair.a -lpthread -lm
+ *   ./a.out [seconds-per-case [name-filter]]
  * Timings are the best of several runs. On a shared machine other processes
  * steal whole time slices, so besides wall time we report "cpu" rates: time
  * is the largest on-CPU time of any of our threads over the run (each
