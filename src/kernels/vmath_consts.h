@@ -61,7 +61,7 @@
 /* erf |x| rounds to 1 above 3.92; the tail is evaluated at min(|x|, 4). */
 #define KV_ERF_ONE 4.0f
 
-/* erfcx(z) = e^(z^2) erfc(z), for z in [0, KV_ERFCX_MAX]:
+/* erfcx(z) = e^(z^2) erfc(z), for erf's tail, z in [0, KV_ERFCX_MAX]:
  *   z < 2: A0 + A1 t + ... + A12 t^12, t = z - 1; fit 0.07
  *   z >= 2: u Q(u^2), u = 1/z, Q = B0 + B1 w + ... + B8 w^8; fit 0.15 */
 #define KV_ERFCX_SPLIT 2.0f
@@ -109,12 +109,18 @@ static const float kv_gelu_coef[KV_GELU_DEG + 1][8] = {
 };
 /* beyond |x| = 15, e^(-x^2/2) is 0 in float */
 #define KV_GELU_CLAMP 15.0f
-#define KV_SQRT1_2 0x1.6a09e6p-1f
 
-/* gelu_tanh x = x sigmoid(x (K0 + K1 x^2)), K0 = 2 sqrt(2/pi),
- * K1 = 0.044715 K0 */
+/* gelu_tanh x = x sigmoid(v), v = x (K0 + K1 x^2), K0 = 2 sqrt(2/pi) and
+ * K1 = 0.044715 K0 (each a float pair); v is carried as a float pair, since its
+ * rounding would cost |v| 2^-24 relative (~20 ulp at x = -2.6). Beyond
+ * |x| = 20 the sigmoid has saturated: v is taken at the clamp. */
 #define KV_GELU_K0 0x1.988454p+0f
+#define KV_GELU_K0_LO -0x1.857936p-25f
 #define KV_GELU_K1 0x1.2444f2p-4f
+#define KV_GELU_K1_LO 0x1.49b16ap-29f
+#define KV_GELU_K0_D 1.5957691216057308
+#define KV_GELU_K1_D 0.07135481627260025
+#define KV_GELU_TANH_CLAMP 20.0f
 
 /* sin, cos: |x| = n pi/2 + r, |r| <= pi/4, pi/2 = P1 + P2 + P3 (float, for
  * FMA reduction) or PIO2_D1 + PIO2_D2 (double; D1 has 33 bits, so n * D1 is

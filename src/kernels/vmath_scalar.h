@@ -144,18 +144,20 @@ static inline float kv_tanh1(float x)
 	return copysignf(t, x);
 }
 
-/* sigmoid(x) = q * (*scale), from e = e^-|x| <= 1 (no overflow). For
+/* sigmoid(x + xlo) = q * (*scale), from e = e^-|x| <= 1 (no overflow); xlo
+ * is the low half of a float-pair argument, or 0. For
  * x < 0 the last factor of e^x stays in scale, so that x sigmoid(x) rounds
  * into the subnormals once; below KV_SIGMOID_LO scale is 0, so that x sigmoid(x)
  * is -0 for huge negative x and NaN at -inf, like PyTorch. */
-static inline float kv_sigmoid_q1(float x, float *scale)
+static inline float kv_sigmoid_q1(float x, float xlo, float *scale)
 {
 	if (x != x) {
 		*scale = 1.0f;
 		return x + x;
 	}
 	float a = -fabsf(x);
-	float s, m = kv_exp_parts1(a < KV_SIGMOID_LO ? KV_SIGMOID_LO : a, 0.0f, &s);
+	/* -|x + xlo| = -|x| - sign(x) xlo */
+	float s, m = kv_exp_parts1(a < KV_SIGMOID_LO ? KV_SIGMOID_LO : a, x < 0.0f ? xlo : -xlo, &s);
 	float q, e = m * s;
 	if (x >= 0.0f) {
 		q = 1.0f / (1.0f + e);
@@ -169,13 +171,13 @@ static inline float kv_sigmoid_q1(float x, float *scale)
 
 static inline float kv_sigmoid1(float x)
 {
-	float s, q = kv_sigmoid_q1(x, &s);
+	float s, q = kv_sigmoid_q1(x, 0.0f, &s);
 	return q * s;
 }
 
 static inline float kv_silu1(float x)
 {
-	float s, q = kv_sigmoid_q1(x, &s);
+	float s, q = kv_sigmoid_q1(x, 0.0f, &s);
 	return (x * q) * s;
 }
 
@@ -263,11 +265,16 @@ static inline float kv_gelu1(float x)
 	return x > 0.0f ? x - tt : tt + x * 0.0f; /* -0 stays -0; -inf gives NaN */
 }
 
-/* 0.5 x (1 + tanh(v/2)) = x sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) */
+/* 0.5 x (1 + tanh(v/2)) = x sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3),
+ * with v computed in double and split into a float pair */
 static inline float kv_gelu_tanh1(float x)
 {
-	float v = x * (KV_GELU_K1 * (x * x) + KV_GELU_K0);
-	float s, q = kv_sigmoid_q1(v, &s);
+	if (x != x)
+		return x + x;
+	float xc = x < -KV_GELU_TANH_CLAMP ? -KV_GELU_TANH_CLAMP : (x > KV_GELU_TANH_CLAMP ? KV_GELU_TANH_CLAMP : x);
+	double vd = (double)xc * (KV_GELU_K0_D + KV_GELU_K1_D * ((double)xc * xc));
+	float v = (float)vd;
+	float s, q = kv_sigmoid_q1(v, (float)(vd - v), &s);
 	return (x * q) * s;
 }
 
@@ -313,9 +320,11 @@ static inline float kv_cos1(float x)
 	return kv_trig1(x, 1);
 }
 
+/* in double, then rounded once more: within 0.5 ulp (plus a double
+ * rounding in rare halfway cases) */
 static inline float kv_rsqrt1(float x)
 {
-	return 1.0f / sqrtf(x);
+	return (float)(1.0 / sqrt((double)x));
 }
 
 #endif

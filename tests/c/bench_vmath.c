@@ -46,11 +46,13 @@ typedef void (*row_fn)(const kr_rows_impl *im, const float *x, float *y, int64_t
 static void run_softmax(const kr_rows_impl *im, const float *x, float *y, int64_t rows, int64_t n,
 			const float *g, const float *b)
 {
+	(void)g, (void)b;
 	im->softmax(x, y, rows, n);
 }
 static void run_log_softmax(const kr_rows_impl *im, const float *x, float *y, int64_t rows, int64_t n,
 			    const float *g, const float *b)
 {
+	(void)g, (void)b;
 	im->log_softmax(x, y, rows, n);
 }
 static void run_layernorm(const kr_rows_impl *im, const float *x, float *y, int64_t rows, int64_t n,
@@ -61,6 +63,7 @@ static void run_layernorm(const kr_rows_impl *im, const float *x, float *y, int6
 static void run_rmsnorm(const kr_rows_impl *im, const float *x, float *y, int64_t rows, int64_t n,
 			const float *g, const float *b)
 {
+	(void)b;
 	im->rmsnorm(x, g, y, rows, n, 1e-6);
 }
 

@@ -15,11 +15,15 @@
 #include "check.h"
 #include "kernels/rowops.h"
 
-/* Measured worst errors with a little margin, in ulp (see the printout). */
-#define SOFTMAX_ULP 8.0
-#define LOG_SOFTMAX_ULP 8.0
-#define LAYERNORM_ULP 8.0
-#define RMSNORM_ULP 8.0
+/* Worst errors measured on these data, in ulp, with a little margin:
+ *          softmax  log_softmax  layernorm  mean/rstd  rmsnorm
+ *   avx2    2.21     1.22         3.07       0.97       2.34
+ *   scalar  2.20     1.13         0.50       0.50       0.71      */
+#define SOFTMAX_ULP 3.0
+#define LOG_SOFTMAX_ULP 2.0
+#define LAYERNORM_ULP 4.0
+#define STATS_ULP 1.5
+#define RMSNORM_ULP 3.0
 
 static double worst_softmax, worst_log_softmax, worst_layernorm, worst_rmsnorm, worst_stats;
 
@@ -184,7 +188,7 @@ static void check_shape(int64_t rows, int64_t n, data_kind kind, rt_pool *pool, 
 	}
 	worst_layernorm = fmax(worst_layernorm, w);
 	worst_stats = fmax(worst_stats, ws);
-	if (w > LAYERNORM_ULP || ws > 2.0) {
+	if (w > LAYERNORM_ULP || ws > STATS_ULP) {
 		fprintf(stderr, "layernorm %lldx%lld kind %d affine %d: %.2f ulp, mean/rstd %.2f ulp\n",
 			(long long)rows, (long long)n, (int)kind, with_affine, w, ws);
 		bad = 1;
@@ -357,8 +361,8 @@ int main(void)
 	test_shapes();
 	test_threads();
 	printf("worst error: softmax %.3f ulp (bound %.1f), log_softmax %.3f (%.1f), layernorm %.3f (%.1f; "
-	       "mean/rstd %.3f), rmsnorm %.3f (%.1f)\n",
+	       "mean/rstd %.3f (%.1f)), rmsnorm %.3f (%.1f)\n",
 	       worst_softmax, SOFTMAX_ULP, worst_log_softmax, LOG_SOFTMAX_ULP, worst_layernorm, LAYERNORM_ULP,
-	       worst_stats, worst_rmsnorm, RMSNORM_ULP);
+	       worst_stats, STATS_ULP, worst_rmsnorm, RMSNORM_ULP);
 	return check_report("test_rowops");
 }

@@ -4,7 +4,8 @@
  * asserted against the bounds measured for each ISA; PyTorch's results for
  * NaN, infinities, zeros and the tails; awkward lengths, in place, and
  * lengths that must not write past the end.
- * AIR_VMATH_STRIDE=1 makes the sweep exhaustive (minutes, not for CI). */
+ * AIR_VMATH_STRIDE=1 makes the sweep exhaustive (tens of minutes, not for
+ * CI); AIR_VMATH_ONLY=name sweeps one function. */
 #include <float.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,10 +33,13 @@ static double ref_sin(double x) { return sin(x); }
 static double ref_cos(double x) { return cos(x); }
 static double ref_rsqrt(double x) { return 1.0 / sqrt(x); }
 
-/* Measured worst errors (ulp of the float result), recorded with a small
- * margin. Where a function's value is tiny the test also accepts an
- * absolute error: abs, or 0 for pure ulp bounds. See the report printed by
- * the test for the figures themselves. */
+/* Worst errors measured over every 37th float (AIR_VMATH_STRIDE=37), in ulp
+ * of the float result, recorded with a small margin:
+ *            exp   log   tanh  erf   sigm  gelu  gelu_t silu  sin   cos   rsqrt
+ *   avx2     1.01  0.85  1.26  1.06  2.40  3.26  (abs)  3.18  1.54  1.55  0.502
+ *   scalar   0.98  0.85  1.26  1.32  2.40  3.26  (abs)  3.18  0.503 0.503 0.500
+ * A point fails if it is beyond the ulp bound and also beyond abs (0 for
+ * pure ulp bounds). The test prints what it measures. */
 typedef struct {
 	kv_func f;
 	double (*ref)(double);
@@ -44,17 +48,18 @@ typedef struct {
 } fn_case;
 
 static const fn_case cases[] = {
-	{KV_exp, ref_exp, 8, 8, 0},
-	{KV_log, ref_log, 8, 8, 0},
-	{KV_tanh, ref_tanh, 8, 8, 0},
-	{KV_erf, ref_erf, 8, 8, 0},
-	{KV_sigmoid, ref_sigmoid, 8, 8, 0},
-	{KV_gelu, ref_gelu, 8, 8, 0},
-	{KV_gelu_tanh, ref_gelu_tanh, 8, 8, 1e-7},
-	{KV_silu, ref_silu, 8, 8, 0},
-	{KV_sin, ref_sin, 8, 8, 0},
-	{KV_cos, ref_cos, 8, 8, 0},
-	{KV_rsqrt, ref_rsqrt, 8, 8, 0},
+	/* f, ref, avx2, scalar, abs */
+	{KV_exp, ref_exp, 1.25, 1.25, 0},
+	{KV_log, ref_log, 1.0, 1.0, 0},
+	{KV_tanh, ref_tanh, 1.5, 1.5, 0},
+	{KV_erf, ref_erf, 1.25, 1.5, 0},
+	{KV_sigmoid, ref_sigmoid, 2.75, 2.75, 0},
+	{KV_gelu, ref_gelu, 3.5, 3.5, 0},
+	{KV_gelu_tanh, ref_gelu_tanh, 3.75, 3.75, 0},
+	{KV_silu, ref_silu, 3.5, 3.5, 0},
+	{KV_sin, ref_sin, 1.75, 0.75, 0},
+	{KV_cos, ref_cos, 1.75, 0.75, 0},
+	{KV_rsqrt, ref_rsqrt, 0.75, 0.75, 0},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
@@ -162,6 +167,7 @@ static void test_accuracy(int avx2)
 	const char *env = getenv("AIR_VMATH_STRIDE");
 	if (env && atoi(env) > 0)
 		stride = (uint32_t)atoi(env);
+	const char *only = getenv("AIR_VMATH_ONLY"); /* one function, by name */
 	float *x = malloc(sizeof(float) * BATCH), *y = malloc(sizeof(float) * BATCH);
 	if (!x || !y) {
 		CHECK(!"out of memory");
@@ -172,6 +178,8 @@ static void test_accuracy(int avx2)
 	printf("%-10s %10s %8s %12s  %s\n", "function", "max ulp", "bound", "at x", "abs err past bound");
 	for (int i = 0; i < NCASES; i++) {
 		const fn_case *c = &cases[i];
+		if (only && strcmp(only, kv_func_name(c->f)) != 0)
+			continue;
 		double bound = avx2 ? c->ulp_avx2 : c->ulp_scalar;
 		stats s = {0};
 		/* every stride-th of all finite and special patterns ... */

@@ -181,8 +181,10 @@ static void log_softmax_avx2(const float *x, float *y, int64_t rows, int64_t n)
 	}
 }
 
-/* sum of (x - c) and of (x - c)^2 over the row (c = 0: sum x and sum x^2) */
-static void sums(const float *x, int64_t n, float cs, double *s1, double *s2)
+/* sum of (x - c) (into *s1) and of (x - c)^2 (into *s2) over the row; a
+ * NULL output is not computed (the flags fold away when inlined) */
+static inline __attribute__((always_inline)) void sums(const float *x, int64_t n, float cs, double *s1,
+						       double *s2)
 {
 	__m256 c = _mm256_set1_ps(cs);
 	__m256d d1 = _mm256_setzero_pd(), d2 = d1;
@@ -193,29 +195,39 @@ static void sums(const float *x, int64_t n, float cs, double *s1, double *s2)
 		for (; i + 16 <= end; i += 16) {
 			__m256 v0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), c);
 			__m256 v1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), c);
-			a0 = _mm256_add_ps(a0, v0);
-			a1 = _mm256_add_ps(a1, v1);
-			q0 = _mm256_fmadd_ps(v0, v0, q0);
-			q1 = _mm256_fmadd_ps(v1, v1, q1);
+			if (s1) {
+				a0 = _mm256_add_ps(a0, v0);
+				a1 = _mm256_add_ps(a1, v1);
+			}
+			if (s2) {
+				q0 = _mm256_fmadd_ps(v0, v0, q0);
+				q1 = _mm256_fmadd_ps(v1, v1, q1);
+			}
 		}
-		for (; i + 8 <= end; i += 8) {
-			__m256 v = _mm256_sub_ps(_mm256_loadu_ps(x + i), c);
-			a0 = _mm256_add_ps(a0, v);
-			q0 = _mm256_fmadd_ps(v, v, q0);
+		if (i < end) { /* 1 to 15 left in the block */
+			for (; i + 8 <= end; i += 8) {
+				__m256 v = _mm256_sub_ps(_mm256_loadu_ps(x + i), c);
+				a0 = _mm256_add_ps(a0, v);
+				q0 = _mm256_fmadd_ps(v, v, q0);
+			}
+			if (i < end) {
+				__m256i m = tail_mask(end - i);
+				__m256 v = _mm256_sub_ps(_mm256_maskload_ps(x + i, m), c);
+				v = _mm256_and_ps(v, _mm256_castsi256_ps(m));
+				a1 = _mm256_add_ps(a1, v);
+				q1 = _mm256_fmadd_ps(v, v, q1);
+				i = end;
+			}
 		}
-		if (i < end) {
-			__m256i m = tail_mask(end - i);
-			__m256 v = _mm256_sub_ps(_mm256_maskload_ps(x + i, m), c);
-			v = _mm256_and_ps(v, _mm256_castsi256_ps(m));
-			a1 = _mm256_add_ps(a1, v);
-			q1 = _mm256_fmadd_ps(v, v, q1);
-			i = end;
-		}
-		d1 = add_wide(d1, _mm256_add_ps(a0, a1));
-		d2 = add_wide(d2, _mm256_add_ps(q0, q1));
+		if (s1)
+			d1 = add_wide(d1, _mm256_add_ps(a0, a1));
+		if (s2)
+			d2 = add_wide(d2, _mm256_add_ps(q0, q1));
 	}
-	*s1 = hsum_pd(d1);
-	*s2 = hsum_pd(d2);
+	if (s1)
+		*s1 = hsum_pd(d1);
+	if (s2)
+		*s2 = hsum_pd(d2);
 }
 
 static void layernorm_avx2(const float *x, const float *gamma, const float *beta, float *y, int64_t rows,
@@ -224,8 +236,8 @@ static void layernorm_avx2(const float *x, const float *gamma, const float *beta
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * n;
 		float *yr = y + r * n;
-		double s1, s2, d1, d2;
-		sums(xr, n, 0.0f, &s1, &s2);
+		double s1, d1, d2;
+		sums(xr, n, 0.0f, &s1, NULL);
 		/* second pass about the float mean: var = E[d^2] - E[d]^2, where
 		 * E[d] is only the rounding of the mean, so nothing cancels */
 		float m = (float)(s1 / (double)n);
@@ -265,8 +277,8 @@ static void rmsnorm_avx2(const float *x, const float *gamma, float *y, int64_t r
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * n;
 		float *yr = y + r * n;
-		double s1, s2;
-		sums(xr, n, 0.0f, &s1, &s2);
+		double s2;
+		sums(xr, n, 0.0f, NULL, &s2);
 		__m256 rs = _mm256_set1_ps((float)(1.0 / sqrt(s2 / (double)n + eps)));
 		int64_t i = 0;
 		for (; i < n; i += 8) {

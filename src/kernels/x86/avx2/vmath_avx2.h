@@ -1,7 +1,7 @@
 /* vmath_avx2.h - vmath's building blocks on AVX2+FMA registers, 8 floats at
  * a time, for the array kernels and for GEMM epilogues and fused loops that
  * apply an activation to a tile still in registers. Same algorithms and
- * constants as ../../vmath_scalar.h; each kv_<fn>8 is exact to the bounds
+ * constants as ../../vmath_scalar.h; each kv_<fn>8 is within the bounds
  * measured in tests/c/test_vmath.c for every input, NaN and inf included.
  * Only for files compiled with -mavx2 -mfma (kernels/x86/avx2/). */
 #ifndef AIR_KERNELS_X86_AVX2_VMATH_AVX2_H
@@ -27,11 +27,21 @@ static inline __m256 kv_signbit8(__m256 x)
 /* Note on clamps: _mm256_min_ps(c, x) and _mm256_max_ps(c, x) return x when
  * x is NaN, so NaN passes every clamp written with the constant first. */
 
+static inline __m256 kv_exp_reduce8(__m256 a, __m256 *r)
+{
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(a, KV_C8(KV_LOG2E)),
+				   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 t = _mm256_fnmadd_ps(n, KV_C8(KV_LN2_HI), a); /* exact */
+	*r = _mm256_fnmadd_ps(n, KV_C8(KV_LN2_LO), t);
+	return n;
+}
+
 /* e^r 2^n = (returned) * (*scale), for |r| <= ln2/2 (plus a little) and n
- * in [-151, 128]: 2^n as two normal factors, so that results down to the
- * subnormals come out right (and n = 128 gives inf). A caller that scales
- * the result further applies *scale last, so that it rounds into the
- * subnormals only once. */
+ * in [-174, 128]. When every n is in [-125, 127], 2^n goes straight into
+ * the exponent bits and scale is 1; otherwise 2^n is split in two normal
+ * factors, so that results down to the subnormals come out right (and
+ * n = 128 gives inf). A caller that scales the result further applies
+ * *scale last, so that it rounds into the subnormals only once. */
 static inline __m256 kv_exp_parts8(__m256 n, __m256 r, __m256 *scale)
 {
 	__m256 p = KV_C8(KV_EXP_C6);
@@ -42,6 +52,14 @@ static inline __m256 kv_exp_parts8(__m256 n, __m256 r, __m256 *scale)
 	p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
 	p = _mm256_add_ps(p, KV_C8(1.0f));
 	__m256i ni = _mm256_cvtps_epi32(n);
+	__m256 out = _mm256_or_ps(_mm256_cmp_ps(n, KV_C8(-125.0f), _CMP_LT_OQ),
+				  _mm256_cmp_ps(n, KV_C8(127.0f), _CMP_GT_OQ));
+	if (!_mm256_movemask_ps(out)) {
+		/* p in [0.7, 1.5]: adding n to its exponent stays normal (a NaN
+		 * p stays NaN: ni is then 0x80000000, which shifts to 0) */
+		*scale = KV_C8(1.0f);
+		return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(ni, 23)));
+	}
 	__m256i n1 = _mm256_srai_epi32(ni, 1);
 	__m256i n2 = _mm256_sub_epi32(ni, n1);
 	__m256i bias = _mm256_set1_epi32(127);
@@ -53,15 +71,6 @@ static inline __m256 kv_exp_finish8(__m256 n, __m256 r)
 {
 	__m256 s, m = kv_exp_parts8(n, r, &s);
 	return _mm256_mul_ps(m, s);
-}
-
-static inline __m256 kv_exp_reduce8(__m256 a, __m256 *r)
-{
-	__m256 n = _mm256_round_ps(_mm256_mul_ps(a, KV_C8(KV_LOG2E)),
-				   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	__m256 t = _mm256_fnmadd_ps(n, KV_C8(KV_LN2_HI), a); /* exact */
-	*r = _mm256_fnmadd_ps(n, KV_C8(KV_LN2_LO), t);
-	return n;
 }
 
 /* e^(a + b) for a in [KV_EXP_LO, KV_EXP_HI] or NaN, b a small correction
@@ -141,14 +150,18 @@ static inline __m256 kv_tanh8(__m256 x)
 	return ms ? _mm256_blendv_ps(yb, ys, small) : yb;
 }
 
-/* sigmoid(x) = q * (*scale) with q normal: for x < 0, e^x's last factor
- * 2^k (see kv_exp_parts8) is kept apart, so that silu and gelu_tanh round
- * x e^x into the subnormals once; below KV_SIGMOID_LO, where e^x was clamped,
- * scale is 0, so that x sigmoid(x) is -0 (and NaN at -inf, like PyTorch). */
-static inline __m256 kv_sigmoid_q8(__m256 x, __m256 *scale)
+/* sigmoid(x + xlo) = q * (*scale) with q normal: for x < 0, e^x's last
+ * factor 2^k (see kv_exp_parts8) is kept apart, so that silu and gelu_tanh
+ * round x e^x into the subnormals once; below KV_SIGMOID_LO, where e^x was
+ * clamped, scale is 0, so that x sigmoid(x) is -0 (and NaN at -inf, like
+ * PyTorch). xlo is the low half of a float-pair argument (has_lo 1) or
+ * ignored (has_lo 0, folded away when inlined). */
+static inline __m256 kv_sigmoid_q8(__m256 x, __m256 xlo, int has_lo, __m256 *scale)
 {
 	__m256 na = _mm256_max_ps(KV_C8(KV_SIGMOID_LO), _mm256_or_ps(x, KV_C8(-0.0f))); /* -|x| */
 	__m256 r, s, n = kv_exp_reduce8(na, &r);
+	if (has_lo) /* -|x + xlo| = -|x| - sign(x) xlo */
+		r = _mm256_add_ps(r, _mm256_xor_ps(xlo, _mm256_andnot_ps(x, KV_C8(-0.0f))));
 	__m256 m = kv_exp_parts8(n, r, &s);
 	__m256 e = _mm256_mul_ps(m, s);
 	/* NaN fails the compare and takes m, which is NaN */
@@ -161,13 +174,13 @@ static inline __m256 kv_sigmoid_q8(__m256 x, __m256 *scale)
 
 static inline __m256 kv_sigmoid8(__m256 x)
 {
-	__m256 s, q = kv_sigmoid_q8(x, &s);
+	__m256 s, q = kv_sigmoid_q8(x, x, 0, &s);
 	return _mm256_mul_ps(q, s);
 }
 
 static inline __m256 kv_silu8(__m256 x)
 {
-	__m256 s, q = kv_sigmoid_q8(x, &s);
+	__m256 s, q = kv_sigmoid_q8(x, x, 0, &s);
 	return _mm256_mul_ps(_mm256_mul_ps(x, q), s);
 }
 
@@ -252,7 +265,9 @@ static inline __m256 kv_gelu8(__m256 x)
 	idx = _mm256_sub_epi32(idx, _mm256_castps_si256(_mm256_cmp_ps(ac, KV_C8(5.0f), _CMP_GE_OQ)));
 	__m256 h = _mm256_mul_ps(ac, ac);
 	__m256 l = _mm256_fmsub_ps(ac, ac, h); /* a^2 = h + l exactly */
-	__m256 v = _mm256_blendv_ps(ac, _mm256_div_ps(KV_C8(1.0f), h), far);
+	__m256 v = ac;
+	if (_mm256_movemask_ps(far)) /* the division only when a lane needs it */
+		v = _mm256_blendv_ps(ac, _mm256_div_ps(KV_C8(1.0f), h), far);
 	__m256 t = _mm256_sub_ps(v, _mm256_permutevar8x32_ps(_mm256_loadu_ps(kv_gelu_center), idx));
 	__m256 p = _mm256_permutevar8x32_ps(_mm256_loadu_ps(kv_gelu_coef[KV_GELU_DEG]), idx);
 	for (int k = KV_GELU_DEG - 1; k >= 0; k--)
@@ -269,12 +284,25 @@ static inline __m256 kv_gelu8(__m256 x)
 	return _mm256_blendv_ps(neg, _mm256_sub_ps(x, tt), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ));
 }
 
-/* 0.5 x (1 + tanh(v/2)) = x sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) */
+/* 0.5 x (1 + tanh(v/2)) = x sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3),
+ * with v as a float pair v + vlo (see KV_GELU_K0_LO) */
 static inline __m256 kv_gelu_tanh8(__m256 x)
 {
-	__m256 v = _mm256_mul_ps(x, _mm256_fmadd_ps(KV_C8(KV_GELU_K1), _mm256_mul_ps(x, x), KV_C8(KV_GELU_K0)));
-	__m256 s, q = kv_sigmoid_q8(v, &s);
-	return _mm256_mul_ps(_mm256_mul_ps(x, q), s);
+	__m256 xc = _mm256_max_ps(KV_C8(-KV_GELU_TANH_CLAMP), _mm256_min_ps(KV_C8(KV_GELU_TANH_CLAMP), x));
+	__m256 s = _mm256_mul_ps(xc, xc);
+	__m256 slo = _mm256_fmsub_ps(xc, xc, s);
+	__m256 ks = _mm256_mul_ps(KV_C8(KV_GELU_K1), s);
+	__m256 kslo = _mm256_fmsub_ps(KV_C8(KV_GELU_K1), s, ks);
+	/* k = K0 + ks as a pair (TwoSum: ks may be the larger) */
+	__m256 k = _mm256_add_ps(KV_C8(KV_GELU_K0), ks);
+	__m256 bv = _mm256_sub_ps(k, KV_C8(KV_GELU_K0));
+	__m256 klo = _mm256_add_ps(_mm256_sub_ps(KV_C8(KV_GELU_K0), _mm256_sub_ps(k, bv)), _mm256_sub_ps(ks, bv));
+	__m256 small = _mm256_fmadd_ps(KV_C8(KV_GELU_K1_LO), s, _mm256_add_ps(kslo, KV_C8(KV_GELU_K0_LO)));
+	klo = _mm256_add_ps(klo, _mm256_fmadd_ps(KV_C8(KV_GELU_K1), slo, small));
+	__m256 v = _mm256_mul_ps(xc, k);
+	__m256 vlo = _mm256_fmadd_ps(xc, klo, _mm256_fmsub_ps(xc, k, v));
+	__m256 sc, q = kv_sigmoid_q8(v, vlo, 1, &sc);
+	return _mm256_mul_ps(_mm256_mul_ps(x, q), sc);
 }
 
 /* lanes of |x| > KV_TRIG_BIG (and inf): libm's exact reduction, in double */
@@ -330,10 +358,27 @@ static inline __m256 kv_cos8(__m256 x)
 	return kv_trig8(x, 1);
 }
 
-/* correctly rounded sqrt, then a correctly rounded division: < 1 ulp */
+/* The 12-bit estimate cut to 12 bits (so that y^2 is exact and the residual
+ * e = 1 - x y^2 has one rounding), then one third-order correction
+ * y (1 + e/2 + 3e^2/8): 0.502 ulp. Zero, subnormals (the estimate flushes
+ * them), x >= 2^126 (y^2 would be subnormal), negatives, inf and NaN take
+ * 1/sqrt(x) in double. */
 static inline __m256 kv_rsqrt8(__m256 x)
 {
-	return _mm256_div_ps(KV_C8(1.0f), _mm256_sqrt_ps(x));
+	__m256 y = _mm256_and_ps(_mm256_rsqrt_ps(x), _mm256_castsi256_ps(_mm256_set1_epi32((int)0xfffff000u)));
+	__m256 e = _mm256_fnmadd_ps(x, _mm256_mul_ps(y, y), KV_C8(1.0f));
+	__m256 c = _mm256_mul_ps(e, _mm256_fmadd_ps(e, KV_C8(0.375f), KV_C8(0.5f)));
+	y = _mm256_fmadd_ps(y, c, y);
+	__m256 ok = _mm256_and_ps(_mm256_cmp_ps(x, KV_C8(0x1p-126f), _CMP_GE_OQ),
+				  _mm256_cmp_ps(x, KV_C8(0x1p126f), _CMP_LT_OQ));
+	if (_mm256_movemask_ps(ok) != 0xff) {
+		__m256d one = _mm256_set1_pd(1.0);
+		__m256d lo = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(x))));
+		__m256d hi = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1))));
+		__m256 d = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
+		y = _mm256_blendv_ps(d, y, ok);
+	}
+	return y;
 }
 
 #endif
