@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import copy
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -29,6 +31,7 @@ def main() -> None:
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--models", default="resnet50,bert_base")
     args = p.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root, for bench.accuracy
     try:
         from bench.accuracy import check_accuracy
     except ImportError:  # run from outside the repository
