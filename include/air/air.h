@@ -185,6 +185,21 @@ enum {
 	AIR_COMPILE_OP_BY_OP = 1u << 3,         /* debugging: no passes at all */
 };
 
+/* The graph passes, in the order they run. Each can be switched off alone
+ * (air_compile_options.disabled_passes); AIR_COMPILE_NO_FUSION switches off
+ * the fusion ones, AIR_COMPILE_OP_BY_OP all of them. */
+enum {
+	AIR_PASS_SIMPLIFY = 1u << 0,         /* drop no-op views/copies, fold constants */
+	AIR_PASS_FOLD_BATCHNORM = 1u << 1,   /* conv/linear + batch_norm or scale/shift -> new weights */
+	AIR_PASS_FUSE_ATTENTION = 1u << 2,   /* matmul-scale-mask-softmax-matmul -> sdpa */
+	AIR_PASS_FUSE_EPILOGUE = 1u << 3,    /* conv/linear/mm + bias + act + residual -> one kernel */
+	AIR_PASS_FUSE_ELEMENTWISE = 1u << 4, /* elementwise chains -> fused_elementwise */
+	AIR_PASS_LAYOUT = 1u << 5,           /* CNN regions in the kernels' layout */
+};
+
+/* Name of one AIR_PASS_* bit ("fold_batchnorm"), or NULL. */
+const char *air_pass_name(uint32_t pass);
+
 /* Options carry their own size so that fields can be added later. Fill with
  * air_compile_options_init first. */
 typedef struct air_compile_options {
@@ -192,6 +207,7 @@ typedef struct air_compile_options {
 	uint32_t flags;       /* AIR_COMPILE_* */
 	int num_threads;      /* 0: the process default (AIR_NUM_THREADS or CPU count) */
 	int fusion_threshold; /* largest fused group, in ops; 0: no limit */
+	uint32_t disabled_passes; /* AIR_PASS_* bits: passes to skip */
 } air_compile_options;
 
 void air_compile_options_init(air_compile_options *options);

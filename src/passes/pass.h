@@ -4,6 +4,7 @@
 #ifndef AIR_PASSES_PASS_H
 #define AIR_PASSES_PASS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/graph.h"
@@ -15,6 +16,19 @@ typedef struct pass_log {
 } pass_log;
 
 void pass_logf(pass_log *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What a pass may consult: the compile options that concern passes. */
+typedef struct pass_options {
+	uint32_t flags;           /* AIR_COMPILE_* */
+	uint32_t disabled_passes; /* AIR_PASS_* */
+	int fusion_threshold;     /* largest fused group; 0: no limit */
+} pass_options;
+
+typedef air_status (*pass_fn)(air_graph *g, const pass_options *po, pass_log *log);
+
+/* Runs every pass of the pipeline (passes/pipeline.c) that is switched on,
+ * verifying the graph after each. */
+air_status pass_run_pipeline(air_graph *g, const pass_options *po, pass_log *log);
 
 /* Fuses chains of f32 elementwise ops (unary, or with a scalar constant)
  * into fused_elementwise nodes of at most max_group ops (0: no limit).

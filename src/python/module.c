@@ -289,7 +289,7 @@ static PyMethodDef Graph_methods[] = {
 	{"value_info", (PyCFunction)Graph_value_info, METH_VARARGS, "value_info(value) -> (dtype, dims)"},
 	{"verify", (PyCFunction)Graph_verify, METH_NOARGS, "verify()"},
 	{"compile", (PyCFunction)(void (*)(void))Graph_compile, METH_VARARGS | METH_KEYWORDS,
-	 "compile(in_dtypes, out_dtypes, empty, flags=0, num_threads=0, fusion_threshold=0) -> Model"},
+	 "compile(in_dtypes, out_dtypes, empty, flags=0, num_threads=0, fusion_threshold=0, disabled_passes=0) -> Model"},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -576,18 +576,20 @@ static PyObject **dtype_array(PyObject *seq, int n, const char *what)
 
 static PyObject *Graph_compile(GraphObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"in_dtypes", "out_dtypes", "empty", "flags", "num_threads", "fusion_threshold", NULL};
+	static char *kwlist[] = {"in_dtypes", "out_dtypes", "empty", "flags", "num_threads", "fusion_threshold",
+				 "disabled_passes", NULL};
 	PyObject *in_dt, *out_dt, *empty;
-	unsigned int flags = 0;
+	unsigned int flags = 0, disabled = 0;
 	int nthreads = 0, fthresh = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|Iii", kwlist, &in_dt, &out_dt, &empty, &flags, &nthreads,
-					 &fthresh))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|IiiI", kwlist, &in_dt, &out_dt, &empty, &flags, &nthreads,
+					 &fthresh, &disabled))
 		return NULL;
 	air_compile_options o;
 	air_compile_options_init(&o);
 	o.flags = flags;
 	o.num_threads = nthreads;
 	o.fusion_threshold = fthresh;
+	o.disabled_passes = disabled;
 	air_model *m = NULL;
 	air_status st;
 	Py_BEGIN_ALLOW_THREADS st = air_compile(self->g, &o, &m);
@@ -691,6 +693,17 @@ PyMODINIT_FUNC PyInit__C(void)
 	for (int i = 0; i < AIR_DTYPE_COUNT; i++)
 		PyModule_AddIntConstant(m, dtypes[i], i);
 	PyModule_AddIntConstant(m, "COMPILE_NO_FUSION", AIR_COMPILE_NO_FUSION);
+	/* the passes, by name: PASSES["fold_batchnorm"] is its AIR_PASS_* bit */
+	PyObject *passes = PyDict_New();
+	for (uint32_t bit = 1; passes && bit; bit <<= 1) {
+		const char *name = air_pass_name(bit);
+		PyObject *v = name ? PyLong_FromUnsignedLong(bit) : NULL;
+		if (v)
+			PyDict_SetItemString(passes, name, v);
+		Py_XDECREF(v);
+	}
+	if (passes)
+		PyModule_AddObject(m, "PASSES", passes);
 	PyModule_AddIntConstant(m, "COMPILE_NO_MEMORY_REUSE", AIR_COMPILE_NO_MEMORY_REUSE);
 	PyModule_AddIntConstant(m, "COMPILE_REFERENCE_KERNELS", AIR_COMPILE_REFERENCE_KERNELS);
 	PyModule_AddIntConstant(m, "COMPILE_OP_BY_OP", AIR_COMPILE_OP_BY_OP);

@@ -146,18 +146,11 @@ static air_status rt_compile(const air_graph *graph, const air_compile_options *
 {
 	AIR_TRY(ir_graph_clone(graph, &m->g));
 	AIR_TRY(air_graph_verify(m->g));
-	/* passes: each graph -> graph, verified after (cheap: shape inference
-	 * once per node), each logging what it changed for the report */
+	/* passes: each graph -> graph, verified after, each logging what it
+	 * changed for the report (passes/pipeline.c) */
 	pass_log log = {0};
-	air_status st = AIR_OK;
-	if (!(o->flags & (AIR_COMPILE_NO_FUSION | AIR_COMPILE_OP_BY_OP))) {
-		st = pass_fuse_elementwise(m->g, o->fusion_threshold, &log);
-		if (st == AIR_OK && air_graph_verify(m->g) != AIR_OK)
-			st = air_error_context(AIR_INTERNAL, "the graph is invalid after fuse_elementwise");
-	} else {
-		pass_logf(&log, "passes: off (%s)\n",
-			  (o->flags & AIR_COMPILE_OP_BY_OP) ? "op by op" : "enable_operator_fusion=False");
-	}
+	pass_options po = {o->flags, o->disabled_passes, o->fusion_threshold};
+	air_status st = pass_run_pipeline(m->g, &po, &log);
 	m->pass_log = log.buf;
 	AIR_TRY(st);
 	m->n_steps = m->g->n_nodes;

@@ -705,7 +705,7 @@ static void test_reshape_alias(void)
 				 : variant == 2 ? AIR_COMPILE_REFERENCE_KERNELS | AIR_COMPILE_NO_FUSION
 						: 0;
 		air_model *m = NULL;
-		CHECK_OK(air_compile(g, &(air_compile_options){sizeof(air_compile_options), flags, 0, 0}, &m));
+		CHECK_OK(air_compile(g, &(air_compile_options){.size = sizeof(air_compile_options), .flags = flags}, &m));
 		if (!m)
 			continue;
 		if (variant == 0)

@@ -1,0 +1,64 @@
+/* pipeline.c - the graph passes in the order they run, in one table. A pass
+ * joins the pipeline by adding one row here. Each row says which switch turns
+ * it off; after each pass the graph is verified (cheap: shape inference once
+ * per node), so a pass that breaks the graph is caught where it ran. */
+#include <stdio.h>
+
+#include "core/error.h"
+#include "passes/pass.h"
+
+typedef struct pass_row {
+	uint32_t id;      /* AIR_PASS_* */
+	const char *name;
+	bool fusion;      /* also off under AIR_COMPILE_NO_FUSION */
+	pass_fn run;      /* NULL: planned, not built yet */
+} pass_row;
+
+static air_status run_fuse_elementwise(air_graph *g, const pass_options *po, pass_log *log)
+{
+	return pass_fuse_elementwise(g, po->fusion_threshold, log);
+}
+
+static const pass_row PIPELINE[] = {
+	{AIR_PASS_SIMPLIFY, "simplify", false, NULL},
+	{AIR_PASS_FOLD_BATCHNORM, "fold_batchnorm", false, NULL},
+	{AIR_PASS_FUSE_ATTENTION, "fuse_attention", true, NULL},
+	{AIR_PASS_FUSE_EPILOGUE, "fuse_epilogue", true, NULL},
+	{AIR_PASS_FUSE_ELEMENTWISE, "fuse_elementwise", true, run_fuse_elementwise},
+	{AIR_PASS_LAYOUT, "layout", false, NULL},
+};
+
+const char *air_pass_name(uint32_t pass)
+{
+	for (size_t i = 0; i < sizeof PIPELINE / sizeof PIPELINE[0]; i++)
+		if (PIPELINE[i].id == pass)
+			return PIPELINE[i].name;
+	return NULL;
+}
+
+air_status pass_run_pipeline(air_graph *g, const pass_options *po, pass_log *log)
+{
+	if (po->flags & AIR_COMPILE_OP_BY_OP) {
+		pass_logf(log, "passes: off (op by op)\n");
+		return AIR_OK;
+	}
+	for (size_t i = 0; i < sizeof PIPELINE / sizeof PIPELINE[0]; i++) {
+		const pass_row *p = &PIPELINE[i];
+		if (!p->run)
+			continue;
+		if (po->disabled_passes & p->id) {
+			pass_logf(log, "%s: off\n", p->name);
+			continue;
+		}
+		if (p->fusion && (po->flags & AIR_COMPILE_NO_FUSION)) {
+			pass_logf(log, "%s: off (enable_operator_fusion=False)\n", p->name);
+			continue;
+		}
+		int before = g->n_nodes;
+		AIR_TRY(p->run(g, po, log));
+		if (air_graph_verify(g) != AIR_OK)
+			return air_error_context(AIR_INTERNAL, "the graph is invalid after pass %s", p->name);
+		pass_logf(log, "%s: %d -> %d nodes\n", p->name, before, g->n_nodes);
+	}
+	return AIR_OK;
+}
