@@ -163,6 +163,49 @@ air_status air_graph_add_constant(air_graph *g, air_dtype dtype, int rank, const
 	return AIR_OK;
 }
 
+air_status ir_add_owned_constant(air_graph *g, air_dtype dtype, int rank, const int64_t *dims, void *data,
+				 air_value *out)
+{
+	air_status st = air_graph_add_constant(g, dtype, rank, dims, data, AIR_CONSTANT_BORROW, out);
+	if (st != AIR_OK) {
+		free(data);
+		return st;
+	}
+	g->consts[g->n_consts - 1].owned = data;
+	return AIR_OK;
+}
+
+const void *ir_constant_data(const air_graph *g, air_value v)
+{
+	if (v >= (air_value)g->n_values || g->values[v].kind != IR_CONSTANT)
+		return NULL;
+	return g->consts[g->values[v].index].data;
+}
+
+void ir_replace_uses(air_graph *g, air_value old_value, air_value new_value)
+{
+	for (int i = 0; i < g->n_nodes; i++)
+		for (int k = 0; k < g->nodes[i].n_in; k++)
+			if (g->nodes[i].in[k] == old_value)
+				g->nodes[i].in[k] = new_value;
+	for (int i = 0; i < g->n_outputs; i++)
+		if (g->outputs[i] == old_value)
+			g->outputs[i] = new_value;
+}
+
+int *ir_count_uses(const air_graph *g)
+{
+	int *uses = calloc((size_t)g->n_values + 1, sizeof *uses);
+	if (!uses)
+		return NULL;
+	for (int i = 0; i < g->n_nodes; i++)
+		for (int k = 0; k < g->nodes[i].n_in; k++)
+			uses[g->nodes[i].in[k]]++;
+	for (int i = 0; i < g->n_outputs; i++)
+		uses[g->outputs[i]]++;
+	return uses;
+}
+
 static const char *attr_type_name(op_attr_type t)
 {
 	switch (t) {

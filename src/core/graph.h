@@ -84,6 +84,22 @@ air_status ir_grow(void **array, int *cap, int n, size_t elem);
 air_status ir_add_value(air_graph *g, air_dtype dtype, int rank, const air_dim *dims, ir_value_kind kind,
 			int32_t index, air_value *out);
 
+/* For passes: a constant whose data (malloc'ed, nbytes matching dtype and
+ * dims) the graph takes over; freed with the graph even on failure. */
+air_status ir_add_owned_constant(air_graph *g, air_dtype dtype, int rank, const int64_t *dims, void *data,
+				 air_value *out);
+
+/* For passes: the data of a constant value, or NULL if v is not one. */
+const void *ir_constant_data(const air_graph *g, air_value v);
+
+/* For passes: every use of old (node inputs and graph outputs) becomes new.
+ * Both must have the same dtype and shape; the caller checks. */
+void ir_replace_uses(air_graph *g, air_value old_value, air_value new_value);
+
+/* For passes: how many node inputs and graph outputs refer to each value
+ * (uses[v], n_values entries, caller frees). NULL when out of memory. */
+int *ir_count_uses(const air_graph *g);
+
 /* Deep copy of a graph (constants stay borrowed where they were). */
 air_status ir_graph_clone(const air_graph *src, air_graph **out);
 
