@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "kernels/conv_nhwc.h"
 #include "kernels/linalg_fast.h"
 #include "ops/op.h"
 
@@ -14,6 +15,11 @@ static const k_kernel *const addmm[] = {&kfast_addmm_packed, &kfast_addmm, NULL}
 static const k_kernel *const linear[] = {&kfast_linear_packed, &kfast_linear, NULL};
 static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
 static const k_kernel *const sdpa[] = {&kfast_sdpa, NULL};
+static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
+						&kfast_conv2d_nhwc_im2col, NULL};
+static const k_kernel *const max_pool2d_nhwc[] = {&kfast_max_pool2d_nhwc, NULL};
+static const k_kernel *const avg_pool2d_nhwc[] = {&kfast_avg_pool2d_nhwc, NULL};
+static const k_kernel *const adaptive_avg_pool2d_nhwc[] = {&kfast_adaptive_avg_pool2d_nhwc, NULL};
 static const k_kernel *const conv2d[] = {&kfast_conv2d_depthwise, &kfast_conv2d_1x1, &kfast_conv2d_im2col, NULL};
 
 const k_kernel *const *kreg_fast_kernels(int op)
@@ -25,6 +31,10 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_bmm: return bmm;
 	case OP_sdpa: return sdpa;
 	case OP_conv2d: return conv2d;
+	case OP_conv2d_nhwc: return conv2d_nhwc;
+	case OP_max_pool2d_nhwc: return max_pool2d_nhwc;
+	case OP_avg_pool2d_nhwc: return avg_pool2d_nhwc;
+	case OP_adaptive_avg_pool2d_nhwc: return adaptive_avg_pool2d_nhwc;
 	default: return none;
 	}
 }

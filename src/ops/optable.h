@@ -12,8 +12,9 @@ OP(eq) OP(ne) OP(lt) OP(le) OP(gt) OP(ge) OP(logical_and) OP(logical_or) OP(logi
 OP(bitwise_and) OP(bitwise_or) OP(bitwise_xor)
 OP(where) OP(cast)
 
-/* created by passes only: ops/fused.c */
+/* created by passes only: ops/fused.c, ops/conv_nhwc.c (layout pass) */
 OP(fused_elementwise)
+OP(conv2d_nhwc) OP(max_pool2d_nhwc) OP(avg_pool2d_nhwc) OP(adaptive_avg_pool2d_nhwc)
 
 /* shape and data movement: ops/shape.c */
 OP(reshape) OP(copy) OP(permute) OP(expand) OP(slice) OP(cat)

@@ -1,0 +1,509 @@
+/* conv_nhwc.c - fast channels-last (NHWC) convolution and pooling, f32.
+ * In NHWC a convolution is a GEMM whose rows are output pixels and whose
+ * columns are output channels: Y[N*OH*OW, O] = col[N*OH*OW, K] @ Wp[K, O]
+ * with K = KH*KW*Cg ordered (ki, kj, c), so every tap of a row of col is a
+ * contiguous run of channels copied from x. The weight is packed once at
+ * compile time (kgemm_pack_b, one matrix per group), bias, residual and the
+ * activation run in the GEMM's epilogue (bias per column), and the output
+ * is NHWC as it stands.
+ *   1x1, stride 1, unpadded: col is x itself: one GEMM, no copy.
+ *   otherwise: col is built in blocks of rows sized to stay in L2 (all
+ *     threads fill a block, then all run its GEMM), so it never goes out to
+ *     memory as a whole.
+ *   depthwise: a direct loop over taps, vectorized over channels.
+ * The loops over channels (depthwise, pooling windows) are in
+ * conv_nhwc_rows.h, compiled per ISA. */
+#include "kernels/conv_nhwc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/cpu.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_internal.h"
+#include "kernels/ref/conv_nhwc.h"
+#define KNHWC_SUFFIX portable
+#include "kernels/conv_nhwc_rows.h"
+
+typedef struct rows_fns {
+	knhwc_dw_row_fn dw;
+	knhwc_max_fn max;
+	knhwc_avg_fn avg;
+} rows_fns;
+
+static rows_fns pick_rows(void)
+{
+	rows_fns f = {knhwc_dw_row__portable, knhwc_max__portable, knhwc_avg__portable};
+#ifdef AIR_HAVE_X86
+	unsigned isa = kcpu_features();
+	const unsigned avx512 = KCPU_AVX512F | KCPU_AVX512BW | KCPU_AVX512VL;
+	if ((isa & avx512) == avx512) {
+		rows_fns a = {knhwc_dw_row__avx512, knhwc_max__avx512, knhwc_avg__avx512};
+		f = a;
+	} else if (isa & KCPU_AVX2) {
+		rows_fns a = {knhwc_dw_row__avx2, knhwc_max__avx2, knhwc_avg__avx2};
+		f = a;
+	}
+#endif
+	return f;
+}
+
+static bool all_f32(const k_call *call)
+{
+	for (int i = 0; i < call->n_in; i++)
+		if (call->in[i].dtype != AIR_F32)
+			return false;
+	return call->out[0].dtype == AIR_F32;
+}
+
+static size_t align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static int is_transcendental(k_act act)
+{
+	return kgemm_act_is_transcendental(act);
+}
+
+/* The inputs of a conv2d_nhwc call after the weight. */
+static void conv_operands(const k_call *call, const kconv_nhwc *c, const float **bias, const float **res)
+{
+	*bias = c->g.has_bias ? call->in[2].data : NULL;
+	*res = c->has_residual ? call->in[call->n_in - 1].data : NULL;
+}
+
+/* Shared by both GEMM kernels: f32, a constant weight of known size with
+ * something to multiply (K == 0 or O == 0 is left to the reference). */
+static bool gemm_conv_ok(const k_call *call, kconv_nhwc *c)
+{
+	if (!all_f32(call) || !call->in_const || !call->in_const[1] || kconv_nhwc_make(call, c) != AIR_OK)
+		return false;
+	const kconv_geom *g = &c->g;
+	return g->O > 0 && g->Cg > 0 && g->KH > 0 && g->KW > 0 && g->G >= 1 && g->O % g->G == 0;
+}
+
+/* ---- packed weights ------------------------------------------------------ */
+
+/* One packed B per group: rows k = (ki * KW + kj) * Cg + c, columns the
+ * group's output channels. */
+typedef struct packed_w {
+	int64_t G;
+	kgemm_packed_b *b[];
+} packed_w;
+
+static void packed_release(void *p)
+{
+	packed_w *pw = p;
+	if (!pw)
+		return;
+	for (int64_t i = 0; i < pw->G; i++)
+		kgemm_packed_b_free(pw->b[i]);
+	free(pw);
+}
+
+static air_status packed_prepare(const k_call *call, void **out)
+{
+	kconv_nhwc c;
+	AIR_TRY(kconv_nhwc_make(call, &c));
+	const kconv_geom *g = &c.g;
+	const int64_t taps = g->KH * g->KW, K = taps * g->Cg, Og = g->Og;
+	const float *w = call->in[1].data;
+	packed_w *pw = calloc(1, sizeof *pw + sizeof pw->b[0] * (size_t)g->G);
+	float *tmp = malloc(sizeof(float) * (size_t)(K * Og));
+	if (!pw || !tmp) {
+		free(pw);
+		free(tmp);
+		return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory to pack the weight");
+	}
+	pw->G = g->G;
+	air_status st = AIR_OK;
+	for (int64_t grp = 0; grp < g->G && st == AIR_OK; grp++) {
+		for (int64_t o = 0; o < Og; o++)
+			for (int64_t ci = 0; ci < g->Cg; ci++)
+				for (int64_t t = 0; t < taps; t++)
+					tmp[(t * g->Cg + ci) * Og + o] = w[((grp * Og + o) * g->Cg + ci) * taps + t];
+		st = kgemm_pack_b(K, Og, tmp, Og, 1, &pw->b[grp]);
+	}
+	free(tmp);
+	if (st != AIR_OK) {
+		packed_release(pw);
+		return st;
+	}
+	*out = pw;
+	return AIR_OK;
+}
+
+/* ---- 1x1, stride 1, unpadded: one GEMM on x ------------------------------ */
+
+static bool is_pointwise(const kconv_geom *g)
+{
+	return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->G == 1;
+}
+
+static bool pw_supports(const k_call *call)
+{
+	kconv_nhwc c;
+	return gemm_conv_ok(call, &c) && is_pointwise(&c.g);
+}
+
+static size_t pw_ws(const k_call *call, int nthreads)
+{
+	kconv_nhwc c;
+	if (kconv_nhwc_make(call, &c) != AIR_OK)
+		return 0;
+	const kconv_geom *g = &c.g;
+	return kgemm_packed_workspace_bytes(g->N * g->H * g->W, g->O, g->C, nthreads);
+}
+
+static air_status pw_run(const k_call *call)
+{
+	kconv_nhwc c;
+	AIR_TRY(kconv_nhwc_make(call, &c));
+	const kconv_geom *g = &c.g;
+	if (call->out[0].numel == 0)
+		return AIR_OK;
+	const packed_w *pw = call->prepared;
+	k_epilogue ep = k_epilogue_none();
+	conv_operands(call, &c, &ep.bias_n, &ep.residual);
+	ep.ld_residual = g->O;
+	ep.act = c.act;
+	kgemm_f32_packed(g->N * g->H * g->W, g->O, g->C, call->in[0].data, g->C, 1, pw->b[0], call->out[0].data,
+			 g->O, &ep, call->pool, call->workspace);
+	return AIR_OK;
+}
+
+const k_kernel kfast_conv2d_nhwc_1x1 = {"conv2d_nhwc_gemm_1x1", 0, pw_supports, packed_prepare, packed_release,
+					pw_ws, pw_run};
+
+/* ---- im2col in row blocks + GEMM ------------------------------------------ */
+
+/* Floats of col per block: 1 MiB, half the L2 of one core (which both
+ * hyperthreads share), leaving room for the streamed weight panels. */
+enum { COL_FLOATS = 262144, MIN_BLOCK_ROWS = 16, COL_TASK_FLOATS = 16384 };
+
+static int64_t block_rows(int64_t K)
+{
+	int64_t r = COL_FLOATS / (K > 0 ? K : 1);
+	return r < MIN_BLOCK_ROWS ? MIN_BLOCK_ROWS : r;
+}
+
+/* Row pix of col for group grp: for each tap (ki, kj) the Cg channels of
+ * x under it, zeros where it falls in the padding. */
+static void im2col_row(const kconv_geom *g, const float *x, int64_t pix, int64_t grp, float *dst)
+{
+	const int64_t P = g->OH * g->OW, C = g->C, Cg = g->Cg, W = g->W, KW = g->KW;
+	const int64_t n = pix / P, r = pix % P, oh = r / g->OW, ow = r % g->OW;
+	const float *xi = x + n * g->H * W * C + grp * Cg;
+	const int64_t iw0 = ow * g->sw - g->pw;
+	for (int64_t ki = 0; ki < g->KH; ki++, dst += KW * Cg) {
+		int64_t ih = oh * g->sh - g->ph + ki * g->dh;
+		if (ih < 0 || ih >= g->H) {
+			memset(dst, 0, sizeof(float) * (size_t)(KW * Cg));
+			continue;
+		}
+		const float *xr = xi + ih * W * C;
+		if (g->G == 1 && g->dw == 1) {
+			/* the row's taps are one contiguous run of x */
+			int64_t lo = iw0 < 0 ? -iw0 : 0, hi = W - iw0 < KW ? W - iw0 : KW;
+			lo = lo > KW ? KW : lo;
+			hi = hi < lo ? lo : hi;
+			memset(dst, 0, sizeof(float) * (size_t)(lo * C));
+			memcpy(dst + lo * C, xr + (iw0 + lo) * C, sizeof(float) * (size_t)((hi - lo) * C));
+			memset(dst + hi * C, 0, sizeof(float) * (size_t)((KW - hi) * C));
+			continue;
+		}
+		for (int64_t kj = 0; kj < KW; kj++) {
+			int64_t iw = iw0 + kj * g->dw;
+			if (iw < 0 || iw >= W)
+				memset(dst + kj * Cg, 0, sizeof(float) * (size_t)Cg);
+			else
+				memcpy(dst + kj * Cg, xr + iw * C, sizeof(float) * (size_t)Cg);
+		}
+	}
+}
+
+typedef struct col_job {
+	const kconv_geom *g;
+	const float *x;
+	float *col;
+	int64_t m0, rows, K, grp, per_task;
+} col_job;
+
+static void col_task(void *p, int64_t t, int thread)
+{
+	const col_job *j = p;
+	int64_t r0 = t * j->per_task, r1 = min64(j->rows, r0 + j->per_task);
+	for (int64_t r = r0; r < r1; r++)
+		im2col_row(j->g, j->x, j->m0 + r, j->grp, j->col + r * j->K);
+}
+
+static bool i2c_supports(const k_call *call)
+{
+	kconv_nhwc c;
+	return gemm_conv_ok(call, &c);
+}
+
+static size_t i2c_ws(const k_call *call, int nthreads)
+{
+	kconv_nhwc c;
+	if (kconv_nhwc_make(call, &c) != AIR_OK)
+		return 0;
+	const kconv_geom *g = &c.g;
+	int64_t K = g->KH * g->KW * g->Cg, M = g->N * g->OH * g->OW, mb = min64(block_rows(K), M);
+	if (M <= 0 || K <= 0)
+		return 0;
+	return align64(sizeof(float) * (size_t)(mb * K)) + kgemm_packed_workspace_bytes(mb, g->Og, K, nthreads);
+}
+
+static air_status i2c_run(const k_call *call)
+{
+	kconv_nhwc c;
+	AIR_TRY(kconv_nhwc_make(call, &c));
+	const kconv_geom *g = &c.g;
+	if (call->out[0].numel == 0)
+		return AIR_OK;
+	const packed_w *pw = call->prepared;
+	const float *bias, *res;
+	conv_operands(call, &c, &bias, &res);
+	const int64_t K = g->KH * g->KW * g->Cg, M = g->N * g->OH * g->OW, mb = min64(block_rows(K), M);
+	float *col = call->workspace, *y = call->out[0].data;
+	char *gws = (char *)call->workspace + align64(sizeof(float) * (size_t)(mb * K));
+	col_job j = {g, call->in[0].data, col, 0, 0, K, 0, cdiv(COL_TASK_FLOATS, K)};
+	for (int64_t m0 = 0; m0 < M; m0 += mb) {
+		int64_t rows = min64(mb, M - m0);
+		for (int64_t grp = 0; grp < g->G; grp++) {
+			j.m0 = m0;
+			j.rows = rows;
+			j.grp = grp;
+			rt_pool_run(call->pool, cdiv(rows, j.per_task), col_task, &j);
+			k_epilogue ep = k_epilogue_none();
+			ep.bias_n = bias ? bias + grp * g->Og : NULL;
+			ep.residual = res ? res + m0 * g->O + grp * g->Og : NULL;
+			ep.ld_residual = g->O;
+			ep.act = c.act;
+			kgemm_f32_packed(rows, g->Og, K, col, K, 1, pw->b[grp], y + m0 * g->O + grp * g->Og, g->O, &ep,
+					 call->pool, gws);
+		}
+	}
+	return AIR_OK;
+}
+
+const k_kernel kfast_conv2d_nhwc_im2col = {"conv2d_nhwc_im2col_gemm", 0, i2c_supports, packed_prepare,
+					   packed_release, i2c_ws, i2c_run};
+
+/* ---- depthwise -------------------------------------------------------------- */
+
+static bool dw_supports(const k_call *call)
+{
+	kconv_nhwc c;
+	if (!all_f32(call) || !call->in_const || !call->in_const[1] || kconv_nhwc_make(call, &c) != AIR_OK)
+		return false;
+	const kconv_geom *g = &c.g;
+	return g->C > 0 && g->G == g->C && g->O == g->C && g->Cg == 1 && g->KH > 0 && g->KW > 0;
+}
+
+/* The weight as [KH * KW][C]: a tap's weights over contiguous channels. */
+static air_status dw_prepare(const k_call *call, void **out)
+{
+	const k_tensor *w = &call->in[1];
+	int64_t C = w->dims[0], taps = w->dims[2] * w->dims[3];
+	float *wt = malloc(sizeof(float) * (size_t)(C * taps > 0 ? C * taps : 1));
+	if (!wt)
+		return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory to repack the weight");
+	const float *src = w->data;
+	for (int64_t ch = 0; ch < C; ch++)
+		for (int64_t t = 0; t < taps; t++)
+			wt[t * C + ch] = src[ch * taps + t];
+	*out = wt;
+	return AIR_OK;
+}
+
+typedef struct dw_job {
+	kconv_nhwc c;
+	rows_fns f;
+	const float *x, *wt, *bias, *res;
+	float *y;
+	int64_t rows_per_task;
+} dw_job;
+
+static void dw_task(void *p, int64_t t, int thread)
+{
+	const dw_job *j = p;
+	const kconv_geom *g = &j->c.g;
+	const int64_t OH = g->OH, row = g->OW * g->C;
+	int64_t r0 = t * j->rows_per_task, r1 = min64(g->N * OH, r0 + j->rows_per_task);
+	for (int64_t r = r0; r < r1; r++) {
+		const float *x = j->x + (r / OH) * g->H * g->W * g->C;
+		float *y = j->y + r * row;
+		j->f.dw(g, x, j->wt, j->bias, j->res ? j->res + r * row : NULL, y, r % OH, j->c.act);
+		if (is_transcendental(j->c.act))
+			kgemm_act_tile(y, row, 1, row, j->c.act);
+	}
+}
+
+static air_status dw_run(const k_call *call)
+{
+	dw_job j;
+	AIR_TRY(kconv_nhwc_make(call, &j.c));
+	const kconv_geom *g = &j.c.g;
+	if (call->out[0].numel == 0)
+		return AIR_OK;
+	j.f = pick_rows();
+	j.x = call->in[0].data;
+	j.wt = call->prepared;
+	conv_operands(call, &j.c, &j.bias, &j.res);
+	j.y = call->out[0].data;
+	int64_t row = g->OW * g->C * g->KH * g->KW;
+	j.rows_per_task = row > 0 ? cdiv(K_GRAIN, row) : 1;
+	rt_pool_run(call->pool, cdiv(g->N * g->OH, j.rows_per_task), dw_task, &j);
+	return AIR_OK;
+}
+
+const k_kernel kfast_conv2d_nhwc_depthwise = {"conv2d_nhwc_depthwise", 0, dw_supports, dw_prepare, free, NULL,
+					      dw_run};
+
+/* ---- pooling ------------------------------------------------------------------ */
+
+typedef struct pool_job {
+	rows_fns f;
+	const float *x;
+	float *y;
+	int64_t H, W, C, OH, OW;
+	int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+	int count_include_pad;
+	int64_t divisor;
+	int kind; /* 0 max, 1 avg, 2 adaptive */
+	int64_t rows, rows_per_task;
+} pool_job;
+
+static void pool_window_max(const pool_job *j, const float *x, int64_t oh, int64_t ow, float *y)
+{
+	int64_t i0, i1, j0, j1, offh = oh * j->sh - j->ph, offw = ow * j->sw - j->pw;
+	kconv_valid_range(j->kh, j->H, j->dh, offh, &i0, &i1);
+	kconv_valid_range(j->kw, j->W, j->dw, offw, &j0, &j1);
+	j->f.max(x, j->W, j->C, offh + i0 * j->dh, offh + i1 * j->dh, j->dh, offw + j0 * j->dw, offw + j1 * j->dw,
+		 j->dw, y);
+}
+
+/* torch's avg_pool2d windows and divisors (as kernels/ref/conv.c) */
+static void pool_window_avg(const pool_job *j, const float *x, int64_t oh, int64_t ow, float *y)
+{
+	int64_t h0 = oh * j->sh - j->ph, h1 = min64(h0 + j->kh, j->H + j->ph);
+	int64_t w0 = ow * j->sw - j->pw, w1 = min64(w0 + j->kw, j->W + j->pw);
+	int64_t pool_size = (h1 - h0) * (w1 - w0);
+	h0 = h0 < 0 ? 0 : h0;
+	w0 = w0 < 0 ? 0 : w0;
+	h1 = min64(h1, j->H);
+	w1 = min64(w1, j->W);
+	if (h0 >= h1 || w0 >= w1) {
+		memset(y, 0, sizeof(float) * (size_t)j->C);
+		return;
+	}
+	int64_t div = j->divisor ? j->divisor : j->count_include_pad ? pool_size : (h1 - h0) * (w1 - w0);
+	j->f.avg(x, j->W, j->C, h0, h1, w0, w1, (float)(1.0 / (double)div), y);
+}
+
+static void pool_window_adaptive(const pool_job *j, const float *x, int64_t oh, int64_t ow, float *y)
+{
+	int64_t h0 = oh * j->H / j->OH, h1 = ((oh + 1) * j->H + j->OH - 1) / j->OH;
+	int64_t w0 = ow * j->W / j->OW, w1 = ((ow + 1) * j->W + j->OW - 1) / j->OW;
+	j->f.avg(x, j->W, j->C, h0, h1, w0, w1, (float)(1.0 / (double)((h1 - h0) * (w1 - w0))), y);
+}
+
+static void pool_task(void *p, int64_t t, int thread)
+{
+	const pool_job *j = p;
+	int64_t r0 = t * j->rows_per_task, r1 = min64(j->rows, r0 + j->rows_per_task);
+	for (int64_t r = r0; r < r1; r++) {
+		int64_t n = r / j->OH, oh = r % j->OH;
+		const float *x = j->x + n * j->H * j->W * j->C;
+		for (int64_t ow = 0; ow < j->OW; ow++) {
+			float *y = j->y + (r * j->OW + ow) * j->C;
+			if (j->kind == 0)
+				pool_window_max(j, x, oh, ow, y);
+			else if (j->kind == 1)
+				pool_window_avg(j, x, oh, ow, y);
+			else
+				pool_window_adaptive(j, x, oh, ow, y);
+		}
+	}
+}
+
+static air_status pool_run(const k_call *call, int kind)
+{
+	const k_tensor *x = &call->in[0], *y = &call->out[0];
+	pool_job j;
+	memset(&j, 0, sizeof j);
+	j.kind = kind;
+	j.f = pick_rows();
+	j.x = x->data;
+	j.y = y->data;
+	j.H = x->dims[1];
+	j.W = x->dims[2];
+	j.C = x->dims[3];
+	j.OH = y->dims[1];
+	j.OW = y->dims[2];
+	if (kind != 2) {
+		static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
+		int64_t k[2], s[2], pd[2], d[2] = {1, 1};
+		kref_pair(call->attrs[0].ints, call->attrs[0].n, ones, k);
+		kref_pair(call->attrs[1].ints, call->attrs[1].n, k, s);
+		kref_pair(call->attrs[2].ints, call->attrs[2].n, zeros, pd);
+		if (kind == 0)
+			kref_pair(call->attrs[3].ints, call->attrs[3].n, ones, d);
+		j.kh = k[0], j.kw = k[1], j.sh = s[0], j.sw = s[1];
+		j.ph = pd[0], j.pw = pd[1], j.dh = d[0], j.dw = d[1];
+		if (kind == 1) {
+			j.count_include_pad = call->attrs[4].i != 0;
+			j.divisor = call->attrs[5].i;
+		}
+	} else if (y->numel > 0 && (j.H == 0 || j.W == 0)) {
+		return air_error(AIR_SHAPE_MISMATCH, "adaptive_avg_pool2d_nhwc: cannot pool an empty %s",
+				 j.H == 0 ? "height" : "width");
+	}
+	if (y->numel == 0)
+		return AIR_OK;
+	int64_t row = j.OW * j.C;
+	j.rows = y->dims[0] * j.OH;
+	j.rows_per_task = cdiv(K_GRAIN, row > 0 ? row : 1);
+	int64_t ntasks = cdiv(j.rows, j.rows_per_task);
+	rt_pool_run(call->pool, ntasks, pool_task, &j);
+	return AIR_OK;
+}
+
+static bool pool_supports(const k_call *call)
+{
+	return call->in[0].dtype == AIR_F32 && call->out[0].dtype == AIR_F32;
+}
+
+static air_status max_run(const k_call *call)
+{
+	return pool_run(call, 0);
+}
+
+static air_status avg_run(const k_call *call)
+{
+	return pool_run(call, 1);
+}
+
+static air_status adaptive_run(const k_call *call)
+{
+	return pool_run(call, 2);
+}
+
+const k_kernel kfast_max_pool2d_nhwc = {"max_pool2d_nhwc_channels", 0, pool_supports, NULL, NULL, NULL, max_run};
+const k_kernel kfast_avg_pool2d_nhwc = {"avg_pool2d_nhwc_channels", 0, pool_supports, NULL, NULL, NULL, avg_run};
+const k_kernel kfast_adaptive_avg_pool2d_nhwc = {"adaptive_avg_pool2d_nhwc_channels", 0, pool_supports, NULL,
+						 NULL, NULL, adaptive_run};

@@ -1,0 +1,18 @@
+/* conv_nhwc.h - fast kernels of the channels-last ops (conv2d_nhwc and the
+ * NHWC pools) that the layout pass creates. */
+#ifndef AIR_KERNELS_CONV_NHWC_H
+#define AIR_KERNELS_CONV_NHWC_H
+
+#include "kernels/kernel.h"
+
+/* groups == C == O: a direct loop vectorized over channels. */
+extern const k_kernel kfast_conv2d_nhwc_depthwise;
+/* 1x1 stride 1 unpadded: one GEMM [N*H*W, C] x packed [C, O]. */
+extern const k_kernel kfast_conv2d_nhwc_1x1;
+/* anything else: NHWC im2col in row blocks + GEMM with packed weights. */
+extern const k_kernel kfast_conv2d_nhwc_im2col;
+extern const k_kernel kfast_max_pool2d_nhwc;
+extern const k_kernel kfast_avg_pool2d_nhwc;
+extern const k_kernel kfast_adaptive_avg_pool2d_nhwc;
+
+#endif

@@ -1,0 +1,385 @@
+/* layout.c - the layout pass: CNN regions run channels-last (NHWC), the
+ * layout the convolution and pooling kernels want, converted once at the
+ * region's edges instead of per op.
+ *
+ * A region is a connected set of nodes, linked by the [N, C, H, W] values
+ * they pass each other, of these kinds:
+ *   conv2d      f32, constant weight (its kernel packs it at compile time);
+ *   pooling     max_pool2d, avg_pool2d, adaptive_avg_pool2d, rank 4;
+ *   elementwise f32 ops of rank 4 whose operands are rank 4 too (they may
+ *               broadcast: that commutes with the permute) or have only
+ *               dims of 1 (the same in any layout).
+ * Only regions with at least one conv2d are converted: their nodes become
+ * conv2d_nhwc / *_pool2d_nhwc (elementwise ops stay as they are; only their
+ * values' dims change), every value they produce gets NHWC dims
+ * [N, H, W, C], a value entering the region passes one permute to NHWC,
+ * and a value leaving it (a graph output, or used by any node outside)
+ * one permute back, shared by all its outside users. A value leaving with
+ * H = W = 1 (a global pool) is the same bytes in both layouts and leaves
+ * through a reshape (an alias: no copy).
+ * Requires: node order is execution order. Runs last, after fusion. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/ref/linalg.h" /* kref_present */
+#include "ops/op.h"
+#include "passes/pass.h"
+
+enum { K_OTHER = 0, K_CONV, K_POOL, K_ELEM };
+
+typedef struct layout_ctx {
+	air_graph *g;
+	int n0;           /* nodes before the pass */
+	char *kind;       /* per node: K_* */
+	int *parent;      /* union-find over nodes */
+	char *in_region;  /* per node */
+	air_value *entry; /* per value: its NHWC copy (where has_entry) */
+	air_value *exit;  /* per value: its NCHW copy (where has_exit) */
+	char *has_entry, *has_exit;
+	int *after;       /* per added node: the node it follows (-1: the start) */
+} layout_ctx;
+
+static int find(int *parent, int k)
+{
+	while (parent[k] != k) {
+		parent[k] = parent[parent[k]];
+		k = parent[k];
+	}
+	return k;
+}
+
+static int attr_index(int op, const char *name)
+{
+	const op_def *d = op_get(op);
+	for (int i = 0; i < d->n_attrs; i++)
+		if (strcmp(d->attrs[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int64_t attr_i(const ir_node *n, const char *name, int64_t def)
+{
+	int i = attr_index(n->op, name);
+	return i < 0 ? def : n->attrs[i].i;
+}
+
+static const ir_value *val(const air_graph *g, air_value v)
+{
+	return &g->values[v];
+}
+
+/* A value whose dims are all 1 is the same in every layout. */
+static bool layout_free(const air_graph *g, air_value v)
+{
+	const ir_value *x = val(g, v);
+	for (int d = 0; d < x->rank; d++)
+		if (x->dims[d] != 1)
+			return false;
+	return true;
+}
+
+/* conv2d's inputs: x, weight, [bias], [residual] (the last, if the op has
+ * a has_residual attribute set). */
+static int conv_has_residual(const ir_node *n)
+{
+	return attr_i(n, "has_residual", 0) != 0;
+}
+
+static int conv_has_bias(const ir_node *n)
+{
+	return kref_present(attr_i(n, "has_bias", -1), n->n_in - conv_has_residual(n), 2);
+}
+
+/* Is input i of node n a value in the node's layout (an image it reads)? */
+static bool spatial_input(const air_graph *g, const ir_node *n, int kind, int i)
+{
+	switch (kind) {
+	case K_CONV: return i == 0 || (conv_has_residual(n) && i == n->n_in - 1);
+	case K_POOL: return i == 0;
+	case K_ELEM: return !layout_free(g, n->in[i]);
+	default: return false;
+	}
+}
+
+static int classify(const air_graph *g, const ir_node *n)
+{
+	if (n->n_out != 1)
+		return K_OTHER;
+	const ir_value *y = val(g, n->out[0]);
+	if (y->dtype != AIR_F32 || y->rank != 4)
+		return K_OTHER;
+	const ir_value *x = n->n_in > 0 ? val(g, n->in[0]) : NULL;
+	switch (n->op) {
+	case OP_conv2d: {
+		const ir_value *w = val(g, n->in[1]);
+		for (int i = 0; i < n->n_in; i++)
+			if (val(g, n->in[i])->dtype != AIR_F32)
+				return K_OTHER;
+		/* an act this pass does not know of would be lost */
+		for (int a = 0; a < op_get(n->op)->n_attrs; a++) {
+			const char *name = op_get(n->op)->attrs[a].name;
+			if (strcmp(name, "stride") && strcmp(name, "padding") && strcmp(name, "dilation") &&
+			    strcmp(name, "groups") && strcmp(name, "has_bias") && strcmp(name, "act") &&
+			    strcmp(name, "has_residual"))
+				return K_OTHER;
+		}
+		return x->rank == 4 && w->kind == IR_CONSTANT && w->rank == 4 ? K_CONV : K_OTHER;
+	}
+	case OP_max_pool2d:
+	case OP_avg_pool2d:
+	case OP_adaptive_avg_pool2d: return x->rank == 4 && x->dtype == AIR_F32 ? K_POOL : K_OTHER;
+	default: break;
+	}
+	if (!(op_get(n->op)->flags & OPF_ELEMENTWISE) || n->n_in < 1)
+		return K_OTHER;
+	/* broadcasting commutes with permuting every operand the same way, so
+	 * operands need the output's rank, not its shape */
+	int tensors = 0;
+	for (int i = 0; i < n->n_in; i++) {
+		const ir_value *a = val(g, n->in[i]);
+		if (a->dtype != AIR_F32)
+			return K_OTHER;
+		if (layout_free(g, n->in[i]))
+			continue;
+		if (a->rank != 4)
+			return K_OTHER;
+		tensors++;
+	}
+	return tensors > 0 ? K_ELEM : K_OTHER;
+}
+
+/* NCHW dims -> NHWC dims of a region value, in place. */
+static void to_nhwc(ir_value *v)
+{
+	air_dim c = v->dims[1];
+	v->dims[1] = v->dims[2];
+	v->dims[2] = v->dims[3];
+	v->dims[3] = c;
+}
+
+/* conv2d -> conv2d_nhwc: attributes moved by name into the new schema,
+ * has_bias made explicit. */
+static void rewrite_conv(ir_node *n)
+{
+	static const char *const names[] = {"stride", "padding", "dilation", "groups", "has_bias", "act",
+					    "has_residual"};
+	int has_bias = conv_has_bias(n), has_res = conv_has_residual(n);
+	ir_attr old[IR_MAX_ATTRS];
+	memcpy(old, n->attrs, sizeof old);
+	memset(n->attrs, 0, sizeof n->attrs);
+	int old_op = n->op;
+	for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++) {
+		int from = attr_index(old_op, names[k]), to = attr_index(OP_conv2d_nhwc, names[k]);
+		if (from >= 0) {
+			n->attrs[to] = old[from];
+			memset(&old[from], 0, sizeof old[from]);
+		} else {
+			n->attrs[to].i = op_get(OP_conv2d_nhwc)->attrs[to].def_i;
+		}
+	}
+	for (int a = 0; a < IR_MAX_ATTRS; a++)
+		free(old[a].ints);
+	n->op = OP_conv2d_nhwc;
+	n->attrs[attr_index(OP_conv2d_nhwc, "has_bias")].i = has_bias;
+	n->attrs[attr_index(OP_conv2d_nhwc, "has_bias")].set = true;
+	n->attrs[attr_index(OP_conv2d_nhwc, "has_residual")].i = has_res;
+	n->attrs[attr_index(OP_conv2d_nhwc, "has_residual")].set = true;
+}
+
+static int pool_nhwc_op(int op)
+{
+	switch (op) {
+	case OP_max_pool2d: return OP_max_pool2d_nhwc;
+	case OP_avg_pool2d: return OP_avg_pool2d_nhwc;
+	default: return OP_adaptive_avg_pool2d_nhwc;
+	}
+}
+
+/* Adds permute(v, perm) (or, for an exit of a value whose H and W are 1,
+ * a reshape to the NCHW dims) after node `after`; its output in *out. */
+static air_status add_convert(layout_ctx *c, air_value v, bool to_nhwc_layout, int after, air_value *out)
+{
+	air_graph *g = c->g;
+	const ir_value *x = val(g, v);
+	int nout;
+	air_status st;
+	if (!to_nhwc_layout && x->dims[1] == 1 && x->dims[2] == 1) {
+		int64_t shape[4] = {x->dims[0], x->dims[3], 1, 1};
+		air_attr a = {"shape", AIR_ATTR_INTS, 0, 0, shape, 4};
+		st = air_graph_add_node(g, "reshape", &v, 1, &a, 1, out, 1, &nout);
+	} else {
+		static const int64_t into[4] = {0, 2, 3, 1}, back[4] = {0, 3, 1, 2};
+		air_attr a = {"perm", AIR_ATTR_INTS, 0, 0, to_nhwc_layout ? into : back, 4};
+		st = air_graph_add_node(g, "permute", &v, 1, &a, 1, out, 1, &nout);
+	}
+	if (st != AIR_OK)
+		return st;
+	c->after[g->n_nodes - 1 - c->n0] = after;
+	return AIR_OK;
+}
+
+static int producer(const air_graph *g, air_value v)
+{
+	const ir_value *x = val(g, v);
+	return x->kind == IR_NODE_OUTPUT ? x->index : -1;
+}
+
+/* Puts each added node right after the node it follows; renumbers. */
+static air_status reorder(layout_ctx *c)
+{
+	air_graph *g = c->g;
+	int n = g->n_nodes, added = n - c->n0, k = 0;
+	ir_node *nodes = malloc(sizeof *nodes * (size_t)(n ? n : 1));
+	if (!nodes)
+		return air_error(AIR_OUT_OF_MEMORY, "layout: no memory");
+	for (int a = 0; a < added; a++)
+		if (c->after[a] < 0)
+			nodes[k++] = g->nodes[c->n0 + a];
+	for (int i = 0; i < c->n0; i++) {
+		nodes[k++] = g->nodes[i];
+		for (int a = 0; a < added; a++)
+			if (c->after[a] == i)
+				nodes[k++] = g->nodes[c->n0 + a];
+	}
+	memcpy(g->nodes, nodes, sizeof *nodes * (size_t)n);
+	free(nodes);
+	for (int i = 0; i < n; i++)
+		for (int o = 0; o < g->nodes[i].n_out; o++)
+			g->values[g->nodes[i].out[o]].index = i;
+	return AIR_OK;
+}
+
+static air_status run(layout_ctx *c, pass_log *log)
+{
+	air_graph *g = c->g;
+	const int n0 = c->n0;
+	for (int k = 0; k < n0; k++) {
+		c->kind[k] = (char)classify(g, &g->nodes[k]);
+		c->parent[k] = k;
+	}
+	for (int k = 0; k < n0; k++) {
+		const ir_node *n = &g->nodes[k];
+		if (!c->kind[k])
+			continue;
+		for (int i = 0; i < n->n_in; i++) {
+			int p = producer(g, n->in[i]);
+			if (p >= 0 && c->kind[p] && spatial_input(g, n, c->kind[k], i))
+				c->parent[find(c->parent, k)] = find(c->parent, p);
+		}
+	}
+	/* regions with a conv */
+	char *has_conv = calloc((size_t)n0 + 1, 1);
+	if (!has_conv)
+		return air_error(AIR_OUT_OF_MEMORY, "layout: no memory");
+	for (int k = 0; k < n0; k++)
+		if (c->kind[k] == K_CONV)
+			has_conv[find(c->parent, k)] = 1;
+	int regions = 0, convs = 0, pools = 0, elems = 0;
+	for (int k = 0; k < n0; k++) {
+		c->in_region[k] = c->kind[k] && has_conv[find(c->parent, k)];
+		if (c->in_region[k] && find(c->parent, k) == k)
+			regions++;
+		if (c->in_region[k]) {
+			convs += c->kind[k] == K_CONV;
+			pools += c->kind[k] == K_POOL;
+			elems += c->kind[k] == K_ELEM;
+		}
+	}
+	free(has_conv);
+	if (regions == 0) {
+		pass_logf(log, "layout: no region with a conv2d; nothing changed\n");
+		return AIR_OK;
+	}
+	/* which values cross the edge */
+	for (int k = 0; k < n0; k++) {
+		const ir_node *n = &g->nodes[k];
+		for (int i = 0; i < n->n_in; i++) {
+			air_value v = n->in[i];
+			int p = producer(g, v);
+			bool from_region = p >= 0 && c->in_region[p];
+			if (c->in_region[k] && spatial_input(g, n, c->kind[k], i) && !from_region)
+				c->has_entry[v] = 1;
+			if (!c->in_region[k] && from_region)
+				c->has_exit[v] = 1;
+		}
+	}
+	for (int i = 0; i < g->n_outputs; i++) {
+		int p = producer(g, g->outputs[i]);
+		if (p >= 0 && c->in_region[p])
+			c->has_exit[g->outputs[i]] = 1;
+	}
+	/* region values become NHWC, region ops their NHWC forms */
+	for (int k = 0; k < n0; k++) {
+		if (!c->in_region[k])
+			continue;
+		ir_node *n = &g->nodes[k];
+		to_nhwc(&g->values[n->out[0]]);
+		if (c->kind[k] == K_CONV)
+			rewrite_conv(n);
+		else if (c->kind[k] == K_POOL)
+			n->op = pool_nhwc_op(n->op);
+	}
+	/* the conversions at the edges (values added now are past nv) */
+	int nv = g->n_values, entries = 0, exits = 0, reshapes = 0;
+	for (int v = 0; v < nv; v++) {
+		if (c->has_entry[v]) {
+			AIR_TRY(add_convert(c, (air_value)v, true, producer(g, (air_value)v), &c->entry[v]));
+			entries++;
+		}
+		if (c->has_exit[v]) {
+			AIR_TRY(add_convert(c, (air_value)v, false, producer(g, (air_value)v), &c->exit[v]));
+			if (g->nodes[g->n_nodes - 1].op == OP_reshape)
+				reshapes++;
+			else
+				exits++;
+		}
+	}
+	for (int k = 0; k < n0; k++) {
+		ir_node *n = &g->nodes[k];
+		for (int i = 0; i < n->n_in; i++) {
+			air_value v = n->in[i];
+			if (v >= (air_value)nv)
+				continue;
+			if (c->in_region[k] && c->has_entry[v] && spatial_input(g, n, c->kind[k], i))
+				n->in[i] = c->entry[v];
+			else if (!c->in_region[k] && c->has_exit[v])
+				n->in[i] = c->exit[v];
+		}
+	}
+	for (int i = 0; i < g->n_outputs; i++)
+		if (g->outputs[i] < (air_value)nv && c->has_exit[g->outputs[i]])
+			g->outputs[i] = c->exit[g->outputs[i]];
+	AIR_TRY(reorder(c));
+	pass_logf(log,
+		  "layout: %d NHWC region(s): %d conv2d, %d pool, %d elementwise; %d permute(s) in, %d out, "
+		  "%d free reshape(s) out\n",
+		  regions, convs, pools, elems, entries, exits, reshapes);
+	return AIR_OK;
+}
+
+air_status pass_layout(air_graph *g, const pass_options *po, pass_log *log)
+{
+	layout_ctx c;
+	memset(&c, 0, sizeof c);
+	c.g = g;
+	c.n0 = g->n_nodes;
+	size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+	c.kind = calloc(nn, 1);
+	c.parent = calloc(nn, sizeof *c.parent);
+	c.in_region = calloc(nn, 1);
+	c.entry = calloc(nv, sizeof *c.entry);
+	c.exit = calloc(nv, sizeof *c.exit);
+	c.has_entry = calloc(nv, 1);
+	c.has_exit = calloc(nv, 1);
+	/* at most one entry and one exit per value */
+	c.after = calloc(2 * nv, sizeof *c.after);
+	air_status st;
+	if (!c.kind || !c.parent || !c.in_region || !c.entry || !c.exit || !c.has_entry || !c.has_exit || !c.after)
+		st = air_error(AIR_OUT_OF_MEMORY, "layout: no memory");
+	else
+		st = run(&c, log);
+	free(c.kind), free(c.parent), free(c.in_region), free(c.entry), free(c.exit);
+	free(c.has_entry), free(c.has_exit), free(c.after);
+	return st;
+}

@@ -1,0 +1,250 @@
+/* test_pass_layout.c - the layout pass on small graphs: a conv -> relu ->
+ * conv -> add -> pool region gets exactly two permutes and gives the NCHW
+ * result; a region without a conv is left alone; a value used both inside
+ * and outside a region leaves it once; a global pool leaves through a free
+ * reshape; symbolic batch and image sizes keep their dims. Each graph is
+ * compiled with the pass and without it (fast and reference kernels). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "op_harness.h"
+
+#define TRY(x) CHECK_OK(x)
+
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+	for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
+		n++;
+	return n;
+}
+
+typedef struct gb {
+	air_graph *g;
+	float *bufs[16];
+	int nbufs;
+} gb;
+
+static air_value constant(gb *b, int rank, const int64_t *dims)
+{
+	int64_t n = 1;
+	for (int d = 0; d < rank; d++)
+		n *= dims[d];
+	float *p = th_randf(n);
+	for (int64_t i = 0; i < n; i++)
+		p[i] *= 0.5f;
+	b->bufs[b->nbufs++] = p;
+	air_value v = 0;
+	TRY(air_graph_add_constant(b->g, AIR_F32, rank, dims, p, 0, &v));
+	return v;
+}
+
+static air_value node(gb *b, const char *op, const air_value *in, int n, const air_attr *a, int na)
+{
+	air_value out = 0;
+	int nout;
+	TRY(air_graph_add_node(b->g, op, in, n, a, na, &out, 1, &nout));
+	return out;
+}
+
+/* conv2d 3x3 pad 1 (stride s) with bias: x [N, C, H, W] -> [N, O, H', W'] */
+static air_value conv(gb *b, air_value x, int64_t C, int64_t O, int64_t k, int64_t s)
+{
+	int64_t wd[4] = {O, C, k, k}, bd[1] = {O}, st[2] = {s, s}, pd[2] = {k / 2, k / 2};
+	air_value in[3] = {x, constant(b, 4, wd), constant(b, 1, bd)};
+	air_attr a[2] = {th_ints("stride", st, 2), th_ints("padding", pd, 2)};
+	return node(b, "conv2d", in, 3, a, 2);
+}
+
+/* Runs the graph's model on inputs (all f32 of the given dims); output o
+ * into a new buffer. */
+static float *run(air_model *m, int nin, float *const *in, int64_t (*dims)[4], int o, int64_t *numel)
+{
+	air_session *s = NULL;
+	TRY(air_session_create(m, &s));
+	for (int i = 0; i < nin; i++)
+		TRY(air_session_set_input(s, i, in[i], 4, dims[i]));
+	int nout = air_model_output_count(m);
+	float *outs[4] = {NULL};
+	float *ret = NULL;
+	for (int i = 0; i < nout; i++) {
+		int rank;
+		int64_t od[AIR_MAX_RANK], n = 1;
+		TRY(air_session_output_shape(s, i, &rank, od));
+		for (int d = 0; d < rank; d++)
+			n *= od[d];
+		outs[i] = malloc(sizeof(float) * (size_t)(n ? n : 1));
+		TRY(air_session_set_output(s, i, outs[i], sizeof(float) * (size_t)n));
+		if (i == o)
+			*numel = n;
+	}
+	TRY(air_session_run(s));
+	air_session_destroy(s);
+	for (int i = 0; i < nout; i++) {
+		if (i == o)
+			ret = outs[i];
+		else
+			free(outs[i]);
+	}
+	return ret;
+}
+
+/* Compiles b's graph with and without the layout pass and with reference
+ * kernels, checks every output agrees, and returns the pass-on report's
+ * permute count (-1 on failure); *report gets a copy of it. */
+static int compare(gb *b, const char *label, int nin, float *const *in, int64_t (*dims)[4], char **report)
+{
+	air_model *m[3] = {NULL, NULL, NULL};
+	uint32_t flags[3] = {0, 0, AIR_COMPILE_REFERENCE_KERNELS}, off[3] = {0, AIR_PASS_LAYOUT, 0};
+	for (int k = 0; k < 3; k++) {
+		air_compile_options o;
+		air_compile_options_init(&o);
+		o.flags = flags[k];
+		o.disabled_passes = off[k];
+		TRY(air_compile(b->g, &o, &m[k]));
+		if (!m[k])
+			return -1;
+	}
+	const char *rep = air_model_report(m[0]);
+	*report = strdup(rep);
+	int nout = air_model_output_count(m[0]);
+	for (int o = 0; o < nout; o++) {
+		int64_t n[3];
+		float *y[3];
+		for (int k = 0; k < 3; k++)
+			y[k] = run(m[k], nin, in, dims, o, &n[k]);
+		CHECK(n[0] == n[1] && n[0] == n[2]);
+		double *want = malloc(sizeof(double) * (size_t)(n[1] ? n[1] : 1));
+		for (int64_t i = 0; i < n[1]; i++)
+			want[i] = y[1][i];
+		char buf[160];
+		snprintf(buf, sizeof buf, "%s output %d [layout vs NCHW]", label, o);
+		th_compare(buf, AIR_F32, y[0], want, NULL, n[1], 1e-4, 1e-4);
+		snprintf(buf, sizeof buf, "%s output %d [layout, reference kernels]", label, o);
+		th_compare(buf, AIR_F32, y[2], want, NULL, n[1], 1e-4, 1e-4);
+		free(want);
+		for (int k = 0; k < 3; k++)
+			free(y[k]);
+	}
+	int permutes = count(rep, " permute ");
+	for (int k = 0; k < 3; k++)
+		air_model_destroy(m[k]);
+	return permutes;
+}
+
+static void gb_free(gb *b)
+{
+	air_graph_destroy(b->g);
+	for (int i = 0; i < b->nbufs; i++)
+		free(b->bufs[i]);
+}
+
+/* x -> conv -> relu -> conv -> add(relu, .) -> max_pool -> output */
+static void test_region(int symbolic)
+{
+	gb b = {0};
+	TRY(air_graph_create(&b.g));
+	int64_t N = 3, C = 5, H = 13, W = 11;
+	air_dim d[4] = {N, C, H, W};
+	if (symbolic) {
+		TRY(air_graph_symbol(b.g, "n", &d[0]));
+		TRY(air_graph_symbol(b.g, "h", &d[2]));
+		TRY(air_graph_symbol(b.g, "w", &d[3]));
+	}
+	air_value x;
+	TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, d, &x));
+	air_value c1 = conv(&b, x, C, 17, 3, 1);
+	air_value r = node(&b, "relu", &c1, 1, NULL, 0);
+	air_value c2 = conv(&b, r, 17, 17, 3, 1);
+	air_value sum_in[2] = {r, c2};
+	air_value s = node(&b, "add", sum_in, 2, NULL, 0);
+	int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, p1[2] = {1, 1};
+	air_attr mp[3] = {th_ints("kernel", k3, 2), th_ints("stride", s2, 2), th_ints("padding", p1, 2)};
+	air_value y = node(&b, "max_pool2d", &s, 1, mp, 3);
+	TRY(air_graph_set_outputs(b.g, &y, 1));
+	float *xin = th_randf(N * C * H * W);
+	int64_t dims[1][4] = {{N, C, H, W}};
+	char *rep = NULL;
+	int permutes = compare(&b, symbolic ? "region (symbolic)" : "region", 1, &xin, dims, &rep);
+	CHECK(permutes == 2);
+	CHECK(rep && count(rep, "conv2d_nhwc ") == 2 && count(rep, "max_pool2d_nhwc ") == 1);
+	if (permutes != 2 && rep)
+		fprintf(stderr, "%s\n", rep);
+	free(rep);
+	free(xin);
+	gb_free(&b);
+}
+
+/* no conv: relu -> max_pool stays NCHW */
+static void test_no_conv(void)
+{
+	gb b = {0};
+	TRY(air_graph_create(&b.g));
+	int64_t dd[4] = {1, 3, 7, 7};
+	air_value x;
+	TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, dd, &x));
+	air_value r = node(&b, "relu", &x, 1, NULL, 0);
+	int64_t k2[2] = {2, 2};
+	air_attr mp = th_ints("kernel", k2, 2);
+	air_value y = node(&b, "max_pool2d", &r, 1, &mp, 1);
+	TRY(air_graph_set_outputs(b.g, &y, 1));
+	float *xin = th_randf(3 * 49);
+	int64_t dims[1][4] = {{1, 3, 7, 7}};
+	char *rep = NULL;
+	CHECK(compare(&b, "no conv", 1, &xin, dims, &rep) == 0);
+	CHECK(rep && !strstr(rep, "_nhwc"));
+	free(rep);
+	free(xin);
+	gb_free(&b);
+}
+
+/* A value used in and out of the region: relu's output feeds a conv and is
+ * also a graph output and a sum's input; a second input enters the region
+ * at an add, a per-channel constant at a mul. The global average pool leaves through a reshape. */
+static void test_shared(void)
+{
+	gb b = {0};
+	TRY(air_graph_create(&b.g));
+	int64_t xd[4] = {2, 3, 9, 9}, zd[4] = {2, 8, 9, 9};
+	air_value x, z;
+	TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, xd, &x));
+	TRY(air_graph_add_input(b.g, "z", AIR_F32, 4, zd, &z));
+	air_value c1 = conv(&b, x, 3, 8, 3, 1);
+	air_value r = node(&b, "relu", &c1, 1, NULL, 0);
+	air_value c2 = conv(&b, r, 8, 8, 1, 1);
+	air_value ai[2] = {c2, z};
+	air_value a0 = node(&b, "add", ai, 2, NULL, 0);
+	/* a per-channel scale broadcasts: it enters permuted too */
+	int64_t cd[4] = {1, 8, 1, 1};
+	air_value mi[2] = {constant(&b, 4, cd), a0};
+	air_value a = node(&b, "mul", mi, 2, NULL, 0);
+	int64_t o1[2] = {1, 1}, axes[2] = {1, 2};
+	air_attr ad = th_ints("output_size", o1, 2);
+	air_value p = node(&b, "adaptive_avg_pool2d", &a, 1, &ad, 1);
+	air_attr sa[2] = {th_ints("axes", axes, 2), th_int("keepdim", 1)};
+	air_value sm = node(&b, "sum", &r, 1, sa, 2);
+	air_value outs[3] = {p, r, sm};
+	TRY(air_graph_set_outputs(b.g, outs, 3));
+	float *in[2] = {th_randf(2 * 3 * 81), th_randf(2 * 8 * 81)};
+	int64_t dims[2][4] = {{2, 3, 9, 9}, {2, 8, 9, 9}};
+	char *rep = NULL;
+	int permutes = compare(&b, "shared", 2, in, dims, &rep);
+	/* in: x, z and the scale; out: r (once, for both its outside uses) */
+	CHECK(permutes == 4);
+	CHECK(rep && strstr(rep, "1 free reshape(s) out"));
+	if (permutes != 4 && rep)
+		fprintf(stderr, "%s\n", rep);
+	free(rep);
+	free(in[0]), free(in[1]);
+	gb_free(&b);
+}
+
+int main(void)
+{
+	test_region(0);
+	test_region(1);
+	test_no_conv();
+	test_shared();
+	return check_report("test_pass_layout");
+}
