@@ -4,7 +4,8 @@
  *   everything else: im2col + GEMM.
  * The GEMMs compute one image's output as Y[O, P] = W[O, K] @ col[K, P]
  * (P = OH*OW pixels, K = C/groups * KH * KW), which is NCHW as it stands,
- * with the bias as the epilogue's per-row bias. The weight is the GEMM's A,
+ * with the bias as the epilogue's per-row bias, and a fused residual and
+ * activation in the same epilogue. The weight is the GEMM's A,
  * which it reads in place (row-major), so it needs no packing and may be a
  * graph input as well as a constant. The work is cut into tasks of (image,
  * group, chunk of pixels, block of output channels); each task builds the
@@ -16,6 +17,7 @@
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/linalg_fast.h"
+#include "kernels/vmath.h"
 #define KCONV_DW_FN kconv_dw_rows__portable
 #include "kernels/conv_dw.h"
 
@@ -42,6 +44,26 @@ static int64_t cdiv(int64_t a, int64_t b)
 	return (a + b - 1) / b;
 }
 
+/* ---- the fused epilogue outside a GEMM -------------------------------------- */
+
+/* y = act(y + res) over n floats just written (still in cache). Transcendental
+ * activations go through vmath, as the GEMM's epilogue does; the others are
+ * exact, and keep NaN as the standalone ops do. */
+static void epilogue_rows(float *y, const float *res, int64_t n, k_act act)
+{
+	if (res)
+		for (int64_t i = 0; i < n; i++)
+			y[i] += res[i];
+	switch (act) {
+	case K_ACT_GELU: kv_unary(KV_gelu)(y, y, n); break;
+	case K_ACT_GELU_TANH: kv_unary(KV_gelu_tanh)(y, y, n); break;
+	case K_ACT_SILU: kv_unary(KV_silu)(y, y, n); break;
+	case K_ACT_SIGMOID: kv_unary(KV_sigmoid)(y, y, n); break;
+	case K_ACT_TANH: kv_unary(KV_tanh)(y, y, n); break;
+	default: kref_act_f32(y, n, act); break;
+	}
+}
+
 /* ---- depthwise ------------------------------------------------------------ */
 
 static bool dw_supports(const k_call *call)
@@ -55,7 +77,7 @@ static bool dw_supports(const k_call *call)
 
 typedef struct dw_job {
 	kconv_geom g;
-	const float *x, *w, *bias;
+	const float *x, *w, *bias, *res;
 	float *y;
 	int64_t planes_per_task, planes;
 	kconv_dw_fn fn;
@@ -66,9 +88,13 @@ typedef struct dw_job {
 static void dw_task(void *p, int64_t t, int thread)
 {
 	const dw_job *j = p;
-	int64_t t0 = t * j->planes_per_task;
-	j->fn(&j->g, j->x, j->w, j->bias, j->y, t0, min64(j->planes, t0 + j->planes_per_task),
-	      (float *)(j->ws + (size_t)thread * j->slot));
+	int64_t t0 = t * j->planes_per_task, t1 = min64(j->planes, t0 + j->planes_per_task);
+	j->fn(&j->g, j->x, j->w, j->bias, j->y, t0, t1, (float *)(j->ws + (size_t)thread * j->slot));
+	if (j->res || j->g.act != K_ACT_NONE) {
+		int64_t plane = j->g.OH * j->g.OW;
+		/* the residual must not alias y: the loop above wrote y first */
+		epilogue_rows(j->y + t0 * plane, j->res ? j->res + t0 * plane : NULL, (t1 - t0) * plane, j->g.act);
+	}
 }
 
 static size_t dw_slot(const kconv_geom *g)
@@ -91,6 +117,7 @@ static air_status dw_run(const k_call *call)
 	j.x = call->in[0].data;
 	j.w = call->in[1].data;
 	j.bias = j.g.has_bias ? call->in[2].data : NULL;
+	j.res = j.g.has_residual ? call->in[call->n_in - 1].data : NULL;
 	j.y = call->out[0].data;
 	j.planes = j.g.N * j.g.C;
 	if (call->out[0].numel == 0)
@@ -165,7 +192,7 @@ static conv_plan make_plan(const kconv_geom *g, int nthreads)
 typedef struct conv_job {
 	kconv_geom g;
 	conv_plan p;
-	const float *x, *w, *bias;
+	const float *x, *w, *bias, *res;
 	float *y;
 	char *ws;
 } conv_job;
@@ -237,7 +264,13 @@ static void conv_task(void *ctx, int64_t t, int thread)
 	}
 	k_epilogue ep = k_epilogue_none();
 	ep.bias_m = j->bias ? j->bias + o0 : NULL;
-	float *C = j->y + (n * g->O + o0) * p->P + p0;
+	ep.act = g->act;
+	int64_t at = (n * g->O + o0) * p->P + p0;
+	if (j->res) {
+		ep.residual = j->res + at; /* may alias C: the GEMM reads it first */
+		ep.ld_residual = p->P;
+	}
+	float *C = j->y + at;
 	kgemm_f32(no, np, p->K, j->w + o0 * p->K, p->K, 1, B, rs_b, 1, C, p->P, &ep, NULL, slot + p->col_bytes);
 }
 
@@ -260,6 +293,7 @@ static air_status conv_run(const k_call *call)
 	j.x = call->in[0].data;
 	j.w = call->in[1].data;
 	j.bias = j.g.has_bias ? call->in[2].data : NULL;
+	j.res = j.g.has_residual ? call->in[call->n_in - 1].data : NULL;
 	j.y = call->out[0].data;
 	j.ws = call->workspace;
 	rt_pool_run(call->pool, j.g.N * j.g.G * j.p.nchunks * j.p.noblk, conv_task, &j);

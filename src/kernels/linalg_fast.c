@@ -2,8 +2,9 @@
  * f32 GEMM (gemm.h). A constant weight operand is packed once, when the model is
  * compiled, into the GEMM's panel layout; linear's weight w[N, K] is read as
  * B = w^T through strides (rs 1, cs K), so the transpose costs nothing.
- * Biases, alpha and beta go into the GEMM's epilogue, applied while each
- * output tile is still in registers. f32 only; f64 takes the reference. */
+ * Biases, alpha and beta, and linear's fused residual and activation, go
+ * into the GEMM's epilogue, applied while each output tile is still in
+ * registers. f32 only; f64 takes the reference. */
 #include "kernels/linalg_fast.h"
 
 #include <math.h>
@@ -154,11 +155,21 @@ static air_status run_product(const k_call *call, which_op op, const kgemm_packe
 	k_epilogue ep = k_epilogue_none();
 	if (op == OP_IS_ADDMM) {
 		AIR_TRY(addmm_epilogue(call, d.M, d.N, C, scratch, &ep));
-	} else if (op == OP_IS_LINEAR && kref_present(call->attrs[0].i, call->n_in, 2)) {
-		if (call->in[2].dims[0] != d.N)
-			return air_error(AIR_SHAPE_MISMATCH, "linear: bias has %lld entries for %lld outputs",
-					 (long long)call->in[2].dims[0], (long long)d.N);
-		ep.bias_n = call->in[2].data;
+	} else if (op == OP_IS_LINEAR) {
+		int has_res = call->attrs[2].i != 0;
+		if (kref_present(call->attrs[0].i, call->n_in - has_res, 2)) {
+			if (call->in[2].dims[0] != d.N)
+				return air_error(AIR_SHAPE_MISMATCH, "linear: bias has %lld entries for %lld outputs",
+						 (long long)call->in[2].dims[0], (long long)d.N);
+			ep.bias_n = call->in[2].data;
+		}
+		if (has_res) {
+			const k_tensor *res = &call->in[call->n_in - 1];
+			AIR_TRY(kref_check_residual("linear", res, &call->out[0]));
+			ep.residual = res->data; /* may alias C: the GEMM reads it first */
+			ep.ld_residual = d.N;
+		}
+		ep.act = (k_act)call->attrs[1].i;
 	}
 	if (packed)
 		kgemm_f32_packed(d.M, d.N, d.K, d.a, d.K, 1, packed, C, d.N, &ep, call->pool, call->workspace);

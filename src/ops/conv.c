@@ -2,6 +2,7 @@
  * pooling (NCHW). Output sizes follow PyTorch's rules exactly, built as dim
  * expressions so that they hold for symbolic heights and widths too. */
 #include "core/error.h"
+#include "kernels/epilogue.h"
 #include "kernels/ref/conv.h"
 #include "ops/op.h"
 
@@ -68,11 +69,30 @@ static air_status window_count(op_infer_ctx *c, const char *what, air_dim in, ai
 
 static const int64_t ONES[2] = {1, 1}, ZEROS[2] = {0, 0};
 
+/* The fused epilogue's attributes (act, has_residual) at a and a + 1: the
+ * activation is one of k_act, has_residual 0 or 1. */
+static air_status epilogue_attrs(op_infer_ctx *c, int a, int *has_res)
+{
+	int64_t act = op_attr(c, a)->i, res = op_attr(c, a + 1)->i;
+	if (act < K_ACT_NONE || act > K_ACT_HARDSWISH)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "act is %lld; it must be in [0, %d]", (long long)act,
+			       (int)K_ACT_HARDSWISH);
+	if (res != 0 && res != 1)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "has_residual is %lld; it must be 0 or 1", (long long)res);
+	*has_res = (int)res;
+	return AIR_OK;
+}
+
+/* conv2d(x, w, [bias], [residual]): the residual (the output's shape) is
+ * added after the bias and before the activation, all in the kernel. */
 static air_status infer_conv2d(op_infer_ctx *c)
 {
-	int has_bias = kref_present(op_attr(c, 4)->i, c->n_in, 2);
-	if (c->n_in != 2 + has_bias)
-		return op_fail(c, AIR_INVALID_ARGUMENT, "has_bias is %d but there are %d inputs", has_bias, c->n_in);
+	int has_res = 0;
+	AIR_TRY(epilogue_attrs(c, 5, &has_res));
+	int has_bias = kref_present(op_attr(c, 4)->i, c->n_in - has_res, 2);
+	if (c->n_in != 2 + has_bias + has_res)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "has_bias is %d and has_residual %d but there are %d inputs",
+			       has_bias, has_res, c->n_in);
 	const ir_value *x = c->in[0], *w = c->in[1];
 	if (!is_float(x->dtype))
 		return op_fail(c, AIR_UNSUPPORTED, "takes f32 or f64, not %s", air_dtype_name(x->dtype));
@@ -105,6 +125,14 @@ static air_status infer_conv2d(op_infer_ctx *c)
 	for (int k = 0; k < 2; k++)
 		AIR_TRY(window_count(c, k ? "width" : "height", x->dims[2 + k], w->dims[2 + k], pad[k], stride[k],
 				     dil[k], false, &c->out[0].dims[2 + k]));
+	if (has_res) {
+		const ir_value *r = c->in[c->n_in - 1];
+		bool bad = r->rank != 4;
+		for (int d = 0; d < 4 && !bad; d++)
+			bad = conflict(r->dims[d], c->out[0].dims[d]);
+		if (bad)
+			return op_fail(c, AIR_SHAPE_MISMATCH, "the residual must have the output's shape");
+	}
 	return AIR_OK;
 }
 
@@ -210,6 +238,8 @@ static const op_attr_spec conv2d_attrs[] = {
 	{"dilation", OPA_INTS, false, 0, 0}, /* default [1, 1] */
 	{"groups", OPA_INT, false, 1, 0},
 	{"has_bias", OPA_INT, false, -1, 0},
+	{"act", OPA_INT, false, K_ACT_NONE, 0},  /* k_act, applied last */
+	{"has_residual", OPA_INT, false, 0, 0}, /* the last input is added before act */
 };
 static const op_attr_spec batch_norm_attrs[] = {
 	{"eps", OPA_FLOAT, false, 0, 1e-5},
@@ -235,7 +265,7 @@ static const op_attr_spec adaptive_attrs[] = {{"output_size", OPA_INTS, true, 0,
 
 #define KREF(name) {#name "_ref", 0, NULL, NULL, NULL, NULL, kref_##name}
 
-const op_def op_def_conv2d = {"conv2d", 2, 3, 1, conv2d_attrs, 5, infer_conv2d, KREF(conv2d), 0};
+const op_def op_def_conv2d = {"conv2d", 2, 4, 1, conv2d_attrs, 7, infer_conv2d, KREF(conv2d), 0};
 const op_def op_def_batch_norm = {"batch_norm", 3, 5, 1, batch_norm_attrs, 3, infer_batch_norm,
 				  KREF(batch_norm), 0};
 const op_def op_def_max_pool2d = {"max_pool2d", 1, 1, 1, max_pool2d_attrs, 5, infer_max_pool2d,

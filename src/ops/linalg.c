@@ -4,6 +4,7 @@
  * (a contraction dim, a batch dim) and are not provably equal, the kernel
  * checks them with the concrete sizes. */
 #include "core/error.h"
+#include "kernels/epilogue.h"
 #include "kernels/ref/linalg.h"
 #include "ops/op.h"
 
@@ -95,12 +96,20 @@ static air_status infer_addmm(op_infer_ctx *c)
 	return AIR_OK;
 }
 
-/* linear(x [..., K], w [N, K], bias [N]?) = x @ w^T + bias */
+/* linear(x [..., K], w [N, K], bias [N]?, residual [..., N]?)
+ *   = act(x @ w^T + bias + residual), the epilogue fused into the GEMM */
 static air_status infer_linear(op_infer_ctx *c)
 {
-	int has_bias = kref_present(op_attr(c, 0)->i, c->n_in, 2);
-	if (c->n_in != 2 + has_bias)
-		return op_fail(c, AIR_INVALID_ARGUMENT, "has_bias is %d but there are %d inputs", has_bias, c->n_in);
+	int64_t act = op_attr(c, 1)->i, has_res = op_attr(c, 2)->i;
+	if (act < K_ACT_NONE || act > K_ACT_HARDSWISH)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "act is %lld; it must be in [0, %d]", (long long)act,
+			       (int)K_ACT_HARDSWISH);
+	if (has_res != 0 && has_res != 1)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "has_residual is %lld; it must be 0 or 1", (long long)has_res);
+	int has_bias = kref_present(op_attr(c, 0)->i, c->n_in - (int)has_res, 2);
+	if (c->n_in != 2 + has_bias + has_res)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "has_bias is %d and has_residual %d but there are %d inputs",
+			       has_bias, (int)has_res, c->n_in);
 	AIR_TRY(float_operands(c, 0, c->n_in - 1));
 	const ir_value *x = c->in[0], *w = c->in[1];
 	if (x->rank < 1)
@@ -117,6 +126,14 @@ static air_status infer_linear(op_infer_ctx *c)
 	}
 	c->out[0] = *x;
 	c->out[0].dims[x->rank - 1] = w->dims[0];
+	if (has_res) {
+		const ir_value *r = c->in[c->n_in - 1];
+		bool bad = r->rank != x->rank;
+		for (int d = 0; d < r->rank && !bad; d++)
+			bad = conflict(r->dims[d], c->out[0].dims[d]);
+		if (bad)
+			return op_fail(c, AIR_SHAPE_MISMATCH, "the residual must have the output's shape");
+	}
 	return AIR_OK;
 }
 
@@ -180,11 +197,18 @@ static const op_attr_spec addmm_attrs[] = {
 	{"alpha", OPA_FLOAT, false, 0, 1.0},
 	{"beta", OPA_FLOAT, false, 0, 1.0},
 };
-static const op_attr_spec linear_attrs[] = {{"has_bias", OPA_INT, false, -1, 0}};
+static const op_attr_spec linear_attrs[] = {
+	{"has_bias", OPA_INT, false, -1, 0},
+	{"act", OPA_INT, false, K_ACT_NONE, 0},  /* k_act, applied last */
+	{"has_residual", OPA_INT, false, 0, 0}, /* the last input is added before act */
+};
 static const op_attr_spec sdpa_attrs[] = {
 	{"scale", OPA_FLOAT, false, 0, 0.0}, /* 0: 1 / sqrt(E) */
 	{"is_causal", OPA_INT, false, 0, 0},
 	{"has_mask", OPA_INT, false, -1, 0},
+	/* a row with every key excluded: 0 (torch's CPU flash kernel) or, when
+	 * 1, NaN (softmax over all -inf, as decomposed attention gives) */
+	{"empty_nan", OPA_INT, false, 0, 0},
 };
 
 #define KREF(name) {#name "_ref", 0, NULL, NULL, NULL, NULL, kref_##name}
@@ -193,5 +217,5 @@ static const op_attr_spec sdpa_attrs[] = {
 const op_def op_def_mm = {"mm", 2, 2, 1, NULL, 0, infer_mm, KREF(mm), 0};
 const op_def op_def_bmm = {"bmm", 2, 2, 1, NULL, 0, infer_bmm, KREF(bmm), 0};
 const op_def op_def_addmm = {"addmm", 3, 3, 1, addmm_attrs, 2, infer_addmm, KREF(addmm), 0};
-const op_def op_def_linear = {"linear", 2, 3, 1, linear_attrs, 1, infer_linear, KREF(linear), 0};
-const op_def op_def_sdpa = {"sdpa", 3, 4, 1, sdpa_attrs, 3, infer_sdpa, KREF_WS(sdpa), 0};
+const op_def op_def_linear = {"linear", 2, 4, 1, linear_attrs, 3, infer_linear, KREF(linear), 0};
+const op_def op_def_sdpa = {"sdpa", 3, 4, 1, sdpa_attrs, 4, infer_sdpa, KREF_WS(sdpa), 0};

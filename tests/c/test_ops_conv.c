@@ -567,10 +567,108 @@ static void test_errors(void)
 	th_expect_build_error("adaptive_avg_pool2d", args, 1, &os, 1, AIR_SHAPE_MISMATCH, "adaptive 2-D input");
 }
 
+/* ---- conv2d with a fused epilogue (act, residual) ------------------------ */
+
+/* The activations of kernels/epilogue.h, in double. */
+static double act_d(double x, int act)
+{
+	switch (act) {
+	case 1: return x < 0 ? 0 : x;
+	case 2: return x < 0 ? 0 : x > 6 ? 6 : x;
+	case 3: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+	case 4: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+	case 5: return x / (1 + exp(-x));
+	case 6: return 1 / (1 + exp(-x));
+	case 7: return tanh(x);
+	case 8: return x * (x + 3 < 0 ? 0 : x + 3 > 6 ? 6 : x + 3) / 6;
+	default: return x;
+	}
+}
+
+/* Each kernel kind: im2col, 1x1 direct, depthwise, grouped, empty batch. */
+static const conv_case epilogue_cases[] = {
+	{2, 5, 7, 9, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},
+	{3, 37, 7, 5, 29, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 0},
+	{1, 7, 9, 9, 7, 3, 3, {2, 2}, {1, 1}, {1, 1}, 7, 1},
+	{1, 6, 9, 7, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 0},
+	{0, 4, 6, 6, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},
+	{1, 1, 1, 1, 1, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 0},
+	{2, 17, 10, 12, 130, 3, 3, {1, 1}, {0, 2}, {1, 1}, 1, 1},
+};
+
+static void test_conv_epilogue_case(air_dtype dt, const conv_case *c, int act, int has_res)
+{
+	int64_t OH = out_size(c->H, c->KH, c->p[0], c->s[0], c->d[0], 0);
+	int64_t OW = out_size(c->W, c->KW, c->p[1], c->s[1], c->d[1], 0);
+	int64_t nx = c->N * c->C * c->H * c->W, nw = c->O * (c->C / c->groups) * c->KH * c->KW;
+	int64_t ny = c->N * c->O * OH * OW;
+	double *x = th_values(nx, dt), *w = th_values(nw, dt), *b = th_values(c->O, dt), *r = th_values(ny, dt);
+	for (int64_t i = 0; i < ny; i++)
+		r[i] *= 4; /* reach relu6's and hardswish's upper bends too */
+	double *want = malloc(sizeof(double) * (size_t)(ny + 1)), *mag = malloc(sizeof(double) * (size_t)(ny + 1));
+	expect_conv(c, OH, OW, x, w, b, want, mag);
+	for (int64_t i = 0; i < ny; i++) {
+		double v = want[i] + (has_res ? r[i] : 0);
+		want[i] = act_d(v, act);
+		/* the activations' slopes are at most ~1.13 */
+		mag[i] = 1.2 * (mag[i] + (has_res ? fabs(r[i]) : 0)) + 1e-3 * fabs(want[i]);
+	}
+	void *xb = th_as(x, nx, dt), *wb = th_as(w, nw, dt), *bb = th_as(b, c->O, dt), *rb = th_as(r, ny, dt);
+	int64_t ydims[4] = {c->N, c->O, OH, OW};
+	th_arg args[4];
+	int na = 0;
+	args[na++] = th_make(dt, xb, 4, (int64_t[]){c->N, c->C, c->H, c->W});
+	args[na] = th_make(dt, wb, 4, (int64_t[]){c->O, c->C / c->groups, c->KH, c->KW});
+	args[na++].constant = act % 2;
+	if (c->bias) {
+		args[na] = th_make(dt, bb, 1, (int64_t[]){c->O});
+		args[na++].constant = act % 2;
+	}
+	if (has_res)
+		args[na++] = th_make(dt, rb, 4, ydims);
+	air_attr attrs[7];
+	conv_attrs_of(c, attrs);
+	attrs[5] = th_int("act", act);
+	attrs[6] = th_int("has_residual", has_res);
+	char label[200];
+	snprintf(label, sizeof label, "conv2d epilogue %s x[%lld,%lld,%lld,%lld] O %lld k%lldx%lld g%lld act %d res %d",
+		 air_dtype_name(dt), (long long)c->N, (long long)c->C, (long long)c->H, (long long)c->W, (long long)c->O,
+		 (long long)c->KH, (long long)c->KW, (long long)c->groups, act, has_res);
+	check_op(label, "conv2d", args, na, attrs, 7, 4, ydims, want, mag, dt == AIR_F32 ? 3e-5 : 1e-12);
+	free(x), free(w), free(b), free(r), free(want), free(mag), free(xb), free(wb), free(bb), free(rb);
+}
+
+static void test_conv2d_epilogue(void)
+{
+	for (int dti = 0; dti < 2; dti++)
+		for (size_t i = 0; i < sizeof epilogue_cases / sizeof epilogue_cases[0]; i++)
+			for (int act = 0; act <= 8; act++)
+				for (int res = 0; res < 2; res++)
+					test_conv_epilogue_case(dti ? AIR_F64 : AIR_F32, &epilogue_cases[i], act, res);
+	/* bad epilogue attributes and residual shapes are build errors */
+	float xv[2 * 3 * 4 * 4] = {0}, wv[5 * 3] = {0}, rv[2 * 5 * 4 * 4] = {0};
+	th_arg args[3] = {th_make(AIR_F32, xv, 4, (int64_t[]){2, 3, 4, 4}), th_make(AIR_F32, wv, 4, (int64_t[]){5, 3, 1, 1}),
+			  th_make(AIR_F32, rv, 4, (int64_t[]){2, 5, 4, 4})};
+	air_attr bad_act[1] = {th_int("act", -1)};
+	th_expect_build_error("conv2d", args, 2, bad_act, 1, AIR_INVALID_ARGUMENT, "conv2d act -1");
+	air_attr res1[1] = {th_int("has_residual", 1)};
+	th_expect_build_error("conv2d", args, 2, res1, 1, AIR_INVALID_ARGUMENT, "conv2d residual missing");
+	args[2] = th_make(AIR_F32, rv, 4, (int64_t[]){2, 5, 4, 3});
+	th_expect_build_error("conv2d", args, 3, res1, 1, AIR_SHAPE_MISMATCH, "conv2d residual shape");
+	/* with a residual, a bias needs has_bias or the count: x, w, bias, residual */
+	float bv[5] = {0};
+	th_arg four[4] = {args[0], args[1], th_make(AIR_F32, bv, 1, (int64_t[]){5}),
+			  th_make(AIR_F32, rv, 4, (int64_t[]){2, 5, 4, 4})};
+	air_graph *g = NULL;
+	CHECK_OK(th_build("conv2d", four, 4, res1, 1, &g));
+	air_graph_destroy(g);
+}
+
 int main(void)
 {
 	test_conv2d();
 	test_conv2d_symbolic();
+	test_conv2d_epilogue();
 	test_batch_norm();
 	test_pools();
 	test_pool_symbolic();

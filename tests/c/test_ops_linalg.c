@@ -577,12 +577,97 @@ static void test_errors(void)
 	}
 }
 
+/* ---- linear with a fused epilogue (act, residual) ------------------------ */
+
+/* The activations of kernels/epilogue.h, in double. */
+static double act_d(double x, int act)
+{
+	switch (act) {
+	case 1: return x < 0 ? 0 : x;
+	case 2: return x < 0 ? 0 : x > 6 ? 6 : x;
+	case 3: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+	case 4: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+	case 5: return x / (1 + exp(-x));
+	case 6: return 1 / (1 + exp(-x));
+	case 7: return tanh(x);
+	case 8: return x * (x + 3 < 0 ? 0 : x + 3 > 6 ? 6 : x + 3) / 6;
+	default: return x;
+	}
+}
+
+static void test_linear_epilogue(void)
+{
+	static const int64_t sizes[][3] = {{1, 1, 1}, {5, 7, 3}, {0, 4, 6}, {33, 65, 17}, {13, 40, 97}, {6, 3, 0}};
+	for (int dti = 0; dti < 2; dti++) {
+		air_dtype dt = dti ? AIR_F64 : AIR_F32;
+		for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+			int64_t M = sizes[c][0], K = sizes[c][1], N = sizes[c][2];
+			double *x = th_values(M * K, dt), *w = th_values(N * K, dt), *bias = th_values(N, dt);
+			double *res = th_values(M * N, dt);
+			for (int64_t i = 0; i < M * N; i++)
+				res[i] *= 4; /* reach relu6's and hardswish's upper bends too */
+			double *lin = malloc(sizeof(double) * (size_t)(M * N + 1));
+			double *want = malloc(sizeof(double) * (size_t)(M * N + 1));
+			double *mag = malloc(sizeof(double) * (size_t)(M * N + 1));
+			void *xb = th_as(x, M * K, dt), *wb = th_as(w, N * K, dt), *bb = th_as(bias, N, dt);
+			void *rb = th_as(res, M * N, dt);
+			for (int act = 0; act <= 8; act++)
+				for (int has_res = 0; has_res < 2; has_res++) {
+					int has_bias = (act + has_res) % 2, wconst = act % 3 == 0, rank3 = M % 2 == 0 && act == 5;
+					expect_linear(M, N, K, x, w, has_bias ? bias : NULL, lin, mag);
+					for (int64_t i = 0; i < M * N; i++) {
+						double v = lin[i] + (has_res ? res[i] : 0);
+						want[i] = act_d(v, act);
+						/* the activations' slopes are at most ~1.13 */
+						mag[i] = 1.2 * (mag[i] + (has_res ? fabs(res[i]) : 0)) + 1e-3 * fabs(want[i]);
+					}
+					int64_t x3[3] = {M / 2, 2, K}, o3[3] = {M / 2, 2, N}, o2[2] = {M, N};
+					th_arg args[4];
+					int na = 0;
+					args[na++] = rank3 ? th_make(dt, xb, 3, x3) : th_make(dt, xb, 2, (int64_t[]){M, K});
+					args[na] = th_make(dt, wb, 2, (int64_t[]){N, K});
+					args[na++].constant = wconst;
+					if (has_bias) {
+						args[na] = th_make(dt, bb, 1, (int64_t[]){N});
+						args[na++].constant = wconst;
+					}
+					if (has_res)
+						args[na++] = rank3 ? th_make(dt, rb, 3, o3) : th_make(dt, rb, 2, o2);
+					air_attr attrs[3] = {th_int("has_bias", has_bias), th_int("act", act),
+							     th_int("has_residual", has_res)};
+					char label[160];
+					snprintf(label, sizeof label,
+						 "linear epilogue %s %lldx%lldx%lld act %d residual %d bias %d const %d rank3 %d",
+						 air_dtype_name(dt), (long long)M, (long long)K, (long long)N, act, has_res,
+						 has_bias, wconst, rank3);
+					check_op(label, "linear", args, na, attrs, 3, rank3 ? 3 : 2, rank3 ? o3 : o2, want,
+						 mag, tol_for(dt));
+				}
+			free(x), free(w), free(bias), free(res), free(lin), free(want), free(mag);
+			free(xb), free(wb), free(bb), free(rb);
+		}
+	}
+	/* bad epilogue attributes and residual shapes are build errors */
+	float xv[6] = {0}, wv[6] = {0}, rv[4] = {0};
+	th_arg args[3] = {th_make(AIR_F32, xv, 2, (int64_t[]){2, 3}), th_make(AIR_F32, wv, 2, (int64_t[]){2, 3}),
+			  th_make(AIR_F32, rv, 2, (int64_t[]){2, 2})};
+	air_attr bad_act[1] = {th_int("act", 9)};
+	th_expect_build_error("linear", args, 2, bad_act, 1, AIR_INVALID_ARGUMENT, "linear act 9");
+	air_attr bad_res[1] = {th_int("has_residual", 2)};
+	th_expect_build_error("linear", args, 3, bad_res, 1, AIR_INVALID_ARGUMENT, "linear has_residual 2");
+	air_attr res1[1] = {th_int("has_residual", 1)};
+	th_expect_build_error("linear", args, 2, res1, 1, AIR_INVALID_ARGUMENT, "linear residual missing");
+	args[2] = th_make(AIR_F32, rv, 2, (int64_t[]){2, 1});
+	th_expect_build_error("linear", args, 3, res1, 1, AIR_SHAPE_MISMATCH, "linear residual shape");
+}
+
 int main(void)
 {
 	test_mm();
 	test_bmm();
 	test_addmm();
 	test_linear();
+	test_linear_epilogue();
 	test_symbolic_batch();
 	test_sdpa();
 	test_sdpa_symbolic();

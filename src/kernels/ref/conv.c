@@ -44,19 +44,23 @@ air_status kconv_geom_make(const k_call *call, kconv_geom *g)
 	g->pw = p[1];
 	g->dh = d[0];
 	g->dw = d[1];
-	g->has_bias = kref_present(call->attrs[4].i, call->n_in, 2);
+	g->has_residual = call->attrs[6].i != 0;
+	g->act = (k_act)call->attrs[5].i;
+	g->has_bias = kref_present(call->attrs[4].i, call->n_in - g->has_residual, 2);
 	if (g->C >= 0 && g->Cg >= 0 && g->C != g->Cg * g->G)
 		return air_error(AIR_SHAPE_MISMATCH, "conv2d: x has %lld channels but the weight takes %lld x %lld groups",
 				 (long long)g->C, (long long)g->Cg, (long long)g->G);
 	if (g->has_bias && call->in[2].dims[0] >= 0 && g->O >= 0 && call->in[2].dims[0] != g->O)
 		return air_error(AIR_SHAPE_MISMATCH, "conv2d: bias has %lld entries for %lld channels",
 				 (long long)call->in[2].dims[0], (long long)g->O);
+	if (g->has_residual && y->numel >= 0 && call->in[call->n_in - 1].numel >= 0)
+		AIR_TRY(kref_check_residual("conv2d", &call->in[call->n_in - 1], y));
 	return AIR_OK;
 }
 
 typedef struct conv_ctx {
 	kconv_geom g;
-	const void *x, *w, *bias;
+	const void *x, *w, *bias, *res;
 	void *y;
 } conv_ctx;
 
@@ -92,7 +96,15 @@ typedef struct conv_ctx {
 				}                                                                 \
 			}                                                                         \
 		}                                                                                 \
+		if (c->res) {                                                                     \
+			const T *r = (const T *)c->res + t * g->OH * g->OW;                       \
+			for (int64_t i = 0; i < g->OH * g->OW; i++)                               \
+				y[i] += r[i];                                                     \
+		}                                                                                 \
+		ACT_##T(y, g->OH * g->OW, g->act);                                                \
 	}
+#define ACT_float kref_act_f32
+#define ACT_double kref_act_f64
 CONV_TASK(float)
 CONV_TASK(double)
 
@@ -103,6 +115,8 @@ air_status kref_conv2d(const k_call *call)
 	c.x = call->in[0].data;
 	c.w = call->in[1].data;
 	c.bias = c.g.has_bias ? call->in[2].data : NULL;
+	/* the residual must not alias y here: y accumulates over the taps */
+	c.res = c.g.has_residual ? call->in[call->n_in - 1].data : NULL;
 	c.y = call->out[0].data;
 	if (call->out[0].numel == 0)
 		return AIR_OK;

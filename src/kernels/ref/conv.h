@@ -27,6 +27,8 @@ typedef struct kconv_geom {
 	int64_t G, Cg, Og;     /* groups, input and output channels per group */
 	int64_t sh, sw, ph, pw, dh, dw;
 	int has_bias;
+	int has_residual; /* the last input, the output's shape, added before act */
+	k_act act;        /* the fused activation, applied last */
 } kconv_geom;
 
 /* Reads the geometry of a conv2d call and checks the concrete sizes that

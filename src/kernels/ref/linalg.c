@@ -11,10 +11,78 @@
 
 #include "core/error.h"
 
+/* ---- fused activations ------------------------------------------------ */
+
+/* As kernels/ref/elementwise.c computes them: NaN stays NaN through relu
+ * and clamp (comparisons with NaN are false). */
+#define ACT_LOOP(T, EXP, ERF, TANH)                                                                       \
+	switch (act) {                                                                                    \
+	case K_ACT_NONE: break;                                                                           \
+	case K_ACT_RELU:                                                                                  \
+		for (int64_t i = 0; i < n; i++)                                                           \
+			y[i] = y[i] < (T)0 ? (T)0 : y[i];                                                 \
+		break;                                                                                    \
+	case K_ACT_RELU6:                                                                                 \
+		for (int64_t i = 0; i < n; i++)                                                           \
+			y[i] = y[i] != y[i] ? y[i] : y[i] < (T)0 ? (T)0 : y[i] > (T)6 ? (T)6 : y[i];      \
+		break;                                                                                    \
+	case K_ACT_GELU:                                                                                  \
+		for (int64_t i = 0; i < n; i++)                                                           \
+			y[i] = (T)0.5 * y[i] * ((T)1 + ERF(y[i] * (T)0.70710678118654752));              \
+		break;                                                                                    \
+	case K_ACT_GELU_TANH:                                                                             \
+		for (int64_t i = 0; i < n; i++) {                                                         \
+			T x = y[i];                                                                       \
+			y[i] = (T)0.5 * x * ((T)1 + TANH((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x))); \
+		}                                                                                         \
+		break;                                                                                    \
+	case K_ACT_SILU:                                                                                  \
+		for (int64_t i = 0; i < n; i++)                                                           \
+			y[i] = y[i] * ((T)1 / ((T)1 + EXP(-y[i])));                                       \
+		break;                                                                                    \
+	case K_ACT_SIGMOID:                                                                               \
+		for (int64_t i = 0; i < n; i++)                                                           \
+			y[i] = (T)1 / ((T)1 + EXP(-y[i]));                                                \
+		break;                                                                                    \
+	case K_ACT_TANH:                                                                                  \
+		for (int64_t i = 0; i < n; i++)                                                           \
+			y[i] = TANH(y[i]);                                                                \
+		break;                                                                                    \
+	case K_ACT_HARDSWISH:                                                                             \
+		for (int64_t i = 0; i < n; i++) {                                                         \
+			T x = y[i], t = x + (T)3;                                                         \
+			t = t < (T)0 ? (T)0 : (t > (T)6 ? (T)6 : t);                                      \
+			y[i] = x * t / (T)6;                                                              \
+		}                                                                                         \
+		break;                                                                                    \
+	}
+
+void kref_act_f32(float *y, int64_t n, k_act act)
+{
+	ACT_LOOP(float, expf, erff, tanhf)
+}
+
+void kref_act_f64(double *y, int64_t n, k_act act)
+{
+	ACT_LOOP(double, exp, erf, tanh)
+}
+
+air_status kref_check_residual(const char *op, const k_tensor *res, const k_tensor *out)
+{
+	int same = res->rank == out->rank;
+	for (int d = 0; d < out->rank && same; d++)
+		same = res->dims[d] == out->dims[d];
+	if (!same)
+		return air_error(AIR_SHAPE_MISMATCH, "%s: the residual's shape is not the output's", op);
+	return AIR_OK;
+}
+
 /* ---- matrix products -------------------------------------------------- */
 
 typedef struct mm_ctx {
 	const void *a, *b, *bias;
+	const void *res; /* [batch * M, N] added last, or NULL (linear's residual) */
+	k_act act;       /* applied after bias and residual */
 	void *c;
 	int64_t batch, M, N, K;
 	int64_t a_bs, b_bs;       /* batch strides, in elements (0: shared) */
@@ -65,8 +133,16 @@ typedef struct mm_ctx {
 				for (int64_t j = 0; j < c->N; j++)                            \
 					crow[j] += (T)(c->beta * bias[j * c->bias_cs]);       \
 			}                                                                     \
+			if (c->res) {                                                         \
+				const T *res = (const T *)c->res + r * c->N;                  \
+				for (int64_t j = 0; j < c->N; j++)                            \
+					crow[j] += res[j];                                    \
+			}                                                                     \
+			ACT_##T(crow, c->N, c->act);                                          \
 		}                                                                             \
 	}
+#define ACT_float kref_act_f32
+#define ACT_double kref_act_f64
 MM_TASK(float)
 MM_TASK(double)
 
@@ -177,7 +253,8 @@ air_status kref_addmm(const k_call *call)
 air_status kref_linear(const k_call *call)
 {
 	const k_tensor *x = &call->in[0], *w = &call->in[1];
-	int has_bias = kref_present(call->attrs[0].i, call->n_in, 2);
+	int has_res = call->attrs[2].i != 0;
+	int has_bias = kref_present(call->attrs[0].i, call->n_in - has_res, 2);
 	AIR_TRY(inner_check("linear", x->dims[x->rank - 1], w->dims[1]));
 	mm_ctx c = {0};
 	c.a = x->data;
@@ -199,6 +276,11 @@ air_status kref_linear(const k_call *call)
 		c.beta = 1.0;
 		c.bias_cs = 1;
 	}
+	if (has_res) {
+		AIR_TRY(kref_check_residual("linear", &call->in[call->n_in - 1], &call->out[0]));
+		c.res = call->in[call->n_in - 1].data;
+	}
+	c.act = (k_act)call->attrs[1].i;
 	return run_mm(call, &c);
 }
 
@@ -210,6 +292,7 @@ typedef struct sdpa_ctx {
 	void *out;
 	air_dtype dtype;
 	double *ws; /* per thread: S scores, then Ev accumulators */
+	int empty_nan;
 } sdpa_ctx;
 
 static double load(const void *p, air_dtype dt, int64_t i)
@@ -220,7 +303,8 @@ static double load(const void *p, air_dtype dt, int64_t i)
 /* One query row: out = softmax(scale * q k^T + mask) v, with excluded
  * positions (causal, false in a bool mask, -inf in a float mask) left out.
  * A row with every position excluded is all zeros, as torch's CPU flash
- * kernel gives (not NaN, as the math path would). */
+ * kernel gives, or NaN (as the math path and decomposed softmax give) when
+ * the empty_nan attribute is set. */
 static void sdpa_row(const sdpa_ctx *c, int64_t row, int thread)
 {
 	const ksdpa_geom *g = &c->g;
@@ -264,6 +348,9 @@ static void sdpa_row(const sdpa_ctx *c, int64_t row, int thread)
 		}
 		for (int64_t e = 0; e < g->Ev; e++)
 			acc[e] /= sum;
+	} else if (c->empty_nan) {
+		for (int64_t e = 0; e < g->Ev; e++)
+			acc[e] = NAN;
 	}
 	int64_t ooff = row * g->Ev;
 	for (int64_t e = 0; e < g->Ev; e++) {
@@ -362,6 +449,7 @@ air_status kref_sdpa(const k_call *call)
 	c.out = call->out[0].data;
 	c.dtype = call->in[0].dtype;
 	c.ws = call->workspace;
+	c.empty_nan = call->attrs[3].i != 0;
 	if (c.g.Ev == 0)
 		return AIR_OK;
 	rt_pool_run(call->pool, c.g.batch * c.g.L, sdpa_task, &c);

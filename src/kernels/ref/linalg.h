@@ -4,6 +4,7 @@
 #ifndef AIR_KERNELS_REF_LINALG_H
 #define AIR_KERNELS_REF_LINALG_H
 
+#include "kernels/epilogue.h"
 #include "kernels/kernel.h"
 
 air_status kref_mm(const k_call *call);
@@ -48,6 +49,16 @@ static inline void ksdpa_offsets(const ksdpa_geom *g, int64_t b, int64_t *koff, 
 	*voff = v;
 	*moff = m;
 }
+
+/* Applies a fused activation (conv2d's and linear's act) to y[0..n) in
+ * place with the same formulas as the standalone elementwise reference
+ * kernels (relu6 as clamp(0, 6)), so fused and unfused references agree. */
+void kref_act_f32(float *y, int64_t n, k_act act);
+void kref_act_f64(double *y, int64_t n, k_act act);
+
+/* A fused residual must have exactly the output's (concrete) dims; shape
+ * inference could only check the symbolic ones loosely. */
+air_status kref_check_residual(const char *op, const k_tensor *res, const k_tensor *out);
 
 /* Whether an optional input is there. Its has_<x> attribute is -1 by
  * default, meaning "decided by the number of inputs" (more than n_without
