@@ -39,6 +39,8 @@ static unsigned probe(void)
 		f |= KCPU_AVX2;
 	if (zmm_ok && ((b >> 16) & 1)) {
 		f |= KCPU_AVX512F;
+		if ((b >> 17) & 1)
+			f |= KCPU_AVX512DQ;
 		if ((b >> 30) & 1)
 			f |= KCPU_AVX512BW;
 		if ((b >> 31) & 1)

@@ -10,6 +10,9 @@ enum {
 	KCPU_AVX512BF16 = 1u << 4,
 	KCPU_AVX512VNNI = 1u << 5,
 	KCPU_F16C = 1u << 6,
+	KCPU_AVX512DQ = 1u << 7,
+	/* what the AVX-512 kernels (compiled with -mavx512f/bw/vl/dq) need */
+	KCPU_AVX512 = KCPU_AVX2 | KCPU_AVX512F | KCPU_AVX512BW | KCPU_AVX512VL | KCPU_AVX512DQ,
 };
 
 /* Features of this CPU, less those disabled by AIR_ISA:

@@ -49,24 +49,45 @@ enum { KGEMM_ALIGN = 128 };
  * present is used. An AVX-512 kernel goes at the top. */
 static const kgemm_ukernel_desc kgemm_ukernels[] = {
 #ifdef AIR_HAVE_X86
-	{"avx2_6x16", KCPU_AVX2, 6, 16, kgemm_ukernel_6x16__avx2},
+	{.name = "avx512_14x32", .isa = KCPU_AVX512, .mr = 14, .nr = 32, .fn = kgemm_ukernel_14x32__avx512,
+	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_14x32_strided__avx512,
+	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4},
+	{.name = "avx2_6x16", .isa = KCPU_AVX2, .mr = 6, .nr = 16, .fn = kgemm_ukernel_6x16__avx2,
+	 .kc = KGEMM_KC, .mc = KGEMM_MC, .nc = KGEMM_NC},
 #endif
-	{"scalar_4x16", 0, 4, 16, kgemm_ukernel_4x16__scalar},
+	{.name = "scalar_4x16", .isa = 0, .mr = 4, .nr = 16, .fn = kgemm_ukernel_4x16__scalar, .kc = KGEMM_KC,
+	 .mc = KGEMM_MC, .nc = KGEMM_NC},
 };
 enum { KGEMM_NUKERNELS = sizeof kgemm_ukernels / sizeof kgemm_ukernels[0] };
 
 static pthread_once_t kgemm_once = PTHREAD_ONCE_INIT;
 static const kgemm_ukernel_desc *kgemm_selected;
+static kgemm_ukernel_desc kgemm_tuned; /* TEMP: tuning override */
 
 static void kgemm_select(void)
 {
 	unsigned f = kcpu_features();
+	const char *want = getenv("AIR_GEMM_TUNE"); /* TEMP: "name[,kc,mc,nc]" */
 	kgemm_selected = &kgemm_ukernels[KGEMM_NUKERNELS - 1];
 	for (int i = 0; i < KGEMM_NUKERNELS; i++) {
-		if ((kgemm_ukernels[i].isa & f) == kgemm_ukernels[i].isa) {
+		if ((kgemm_ukernels[i].isa & f) == kgemm_ukernels[i].isa &&
+		    (!want || strncmp(want, kgemm_ukernels[i].name, strlen(kgemm_ukernels[i].name)) == 0)) {
 			kgemm_selected = &kgemm_ukernels[i];
 			break;
 		}
+	}
+	if (want && strchr(want, ',')) {
+		kgemm_tuned = *kgemm_selected;
+		const char *q = strchr(want, ',') + 1;
+		kgemm_tuned.kc = atoi(q);
+		q = strchr(q, ',');
+		if (q) {
+			kgemm_tuned.mc = atoi(++q);
+			q = strchr(q, ',');
+			if (q)
+				kgemm_tuned.nc = atoi(++q);
+		}
+		kgemm_selected = &kgemm_tuned;
 	}
 }
 
@@ -277,9 +298,9 @@ static kgemm_plan kgemm_make_plan(const kgemm_ukernel_desc *uk, int64_t batch, i
 	/* K is blocked so that a B micro-panel stays in L1 while it is used by
 	 * every micro-tile row of the block; with one row (GEMV-like) nothing
 	 * reuses it, and one long stream per panel is better for the prefetcher */
-	int64_t kb = M <= uk->mr ? 1 : kgemm_cdiv(K, KGEMM_KC);
+	int64_t kb = M <= uk->mr ? 1 : kgemm_cdiv(K, uk->kc);
 	p.kc = kb ? kgemm_cdiv(K, kb) : 0;
-	int64_t nm = kgemm_cdiv(M, KGEMM_MC), nn = kgemm_cdiv(N, KGEMM_NC);
+	int64_t nm = kgemm_cdiv(M, uk->mc), nn = kgemm_cdiv(N, uk->nc);
 	int64_t mtiles = kgemm_cdiv(M, uk->mr), ntiles = kgemm_cdiv(N, uk->nr);
 	int64_t want = 1;
 	if (nthreads > 1 && (double)batch * M * N * K >= KGEMM_PARALLEL_MIN_MACS)
@@ -303,8 +324,8 @@ static kgemm_plan kgemm_make_plan(const kgemm_ukernel_desc *uk, int64_t batch, i
 /* Bytes of one thread's A block: an upper bound of mc * kc over all plans. */
 static size_t kgemm_slot_bytes(const kgemm_ukernel_desc *uk, int64_t M, int64_t K)
 {
-	int64_t mc = kgemm_min(kgemm_cdiv(M, uk->mr), kgemm_cdiv(KGEMM_MC, uk->mr)) * uk->mr;
-	int64_t kc = M <= uk->mr ? K : kgemm_min(K, KGEMM_KC);
+	int64_t mc = kgemm_min(kgemm_cdiv(M, uk->mr), kgemm_cdiv(uk->mc, uk->mr)) * uk->mr;
+	int64_t kc = M <= uk->mr ? K : kgemm_min(K, uk->kc);
 	return kgemm_align((size_t)mc * (size_t)kc * sizeof(float));
 }
 
@@ -474,7 +495,7 @@ static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, in
 	int nthreads = rt_pool_size(pool);
 	kgemm_job j = {uk, M, N, K, A, bs_a, rs_a, cs_a, Bp, bs_bp, C, bs_c, ldc, ep,
 		       kgemm_make_plan(uk, batch, M, N, K, nthreads), slots, kgemm_slot_bytes(uk, M, K),
-		       cs_a == 1};
+		       cs_a == 1 && !(getenv("AIR_GEMM_PACKA") && N >= atoi(getenv("AIR_GEMM_PACKA")))};
 	rt_pool_run(pool, batch * j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 
@@ -499,6 +520,84 @@ static const k_epilogue *kgemm_ep_or_none(const k_epilogue *ep, k_epilogue *none
 	return none;
 }
 
+/* ---- thin products: B read in place ------------------------------------ */
+
+/* Up to this many rows, kgemm_f32 does not pack B: each B element is used
+ * M times only, so copying it costs as much as using it (M = 1 ran at half
+ * the speed of the packed product). */
+enum { KGEMM_THIN_M = 16 };
+
+typedef struct kgemm_thin_job {
+	const kgemm_ukernel_desc *uk;
+	int64_t M, N, K;
+	const float *A;
+	int64_t rs_a, cs_a;
+	const float *B;
+	int64_t rs_b, cs_b;
+	float *C;
+	int64_t ldc;
+	const k_epilogue *ep;
+	int use_dot;
+	int64_t cols; /* columns per task */
+} kgemm_thin_job;
+
+static void kgemm_thin_task(void *ctx, int64_t t, int thread)
+{
+	const kgemm_thin_job *j = ctx;
+	const kgemm_ukernel_desc *uk = j->uk;
+	const k_epilogue *ep = j->ep;
+	const int64_t j0 = t * j->cols, j1 = kgemm_min(j->N, j0 + j->cols);
+	const int mr = j->use_dot ? uk->dot_mr : uk->mr, nr = j->use_dot ? uk->dot_nr : uk->nr;
+	kgemm_tile_ep te;
+	te.alpha = ep->alpha;
+	te.act = ep->act;
+	te.ld_res = ep->ld_residual;
+	te.flags = KGEMM_TILE_FIRST | KGEMM_TILE_LAST;
+	for (int64_t jj = j0; jj < j1; jj += nr) {
+		const int n = (int)kgemm_min(nr, j1 - jj);
+		te.bias_n = ep->bias_n ? ep->bias_n + jj : NULL;
+		for (int64_t ii = 0; ii < j->M; ii += mr) {
+			const int m = (int)kgemm_min(mr, j->M - ii);
+			te.bias_m = ep->bias_m ? ep->bias_m + ii : NULL;
+			te.res = ep->residual ? ep->residual + ii * te.ld_res + jj : NULL;
+			const float *a = j->A + ii * j->rs_a;
+			float *c = j->C + ii * j->ldc + jj;
+			if (j->use_dot)
+				uk->dot(j->K, a, j->rs_a, j->B + jj * j->cs_b, j->cs_b, c, j->ldc, m, n, &te);
+			else
+				uk->strided(j->K, a, j->rs_a, j->cs_a, j->B + jj, j->rs_b, c, j->ldc, m, n, &te);
+		}
+	}
+}
+
+/* C = epilogue(A @ B) for M <= KGEMM_THIN_M with B read where it is: rows of
+ * B along N (cs_b == 1) go to the strided micro-kernel, rows along K
+ * (rs_b == 1, a [N x K] weight) to the dot kernel. Returns 0 (nothing done)
+ * when neither fits. */
+static int kgemm_thin(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
+		      int64_t rs_a, int64_t cs_a, const float *B, int64_t rs_b, int64_t cs_b, float *C,
+		      int64_t ldc, const k_epilogue *ep, rt_pool *pool)
+{
+	if (M > KGEMM_THIN_M)
+		return 0;
+	kgemm_thin_job j = {uk, M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, ep, 0, 0};
+	if (cs_b == 1 && uk->strided)
+		j.use_dot = 0;
+	else if (rs_b == 1 && cs_a == 1 && uk->dot)
+		j.use_dot = 1;
+	else
+		return 0;
+	const int nr = j.use_dot ? uk->dot_nr : uk->nr;
+	int64_t ntasks = 1, nthreads = rt_pool_size(pool);
+	if (nthreads > 1 && (double)M * N * K >= KGEMM_PARALLEL_MIN_MACS)
+		ntasks = kgemm_min(4 * nthreads, kgemm_cdiv(N, nr));
+	j.cols = kgemm_cdiv(kgemm_cdiv(N, ntasks), nr) * nr;
+	rt_pool_run(pool, kgemm_cdiv(N, j.cols), kgemm_thin_task, &j);
+	return 1;
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
 void kgemm_f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a,
 		      const kgemm_packed_b *B, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
 		      void *workspace)
@@ -520,6 +619,8 @@ void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, in
 	if (kgemm_trivial(1, M, N, K, C, 0, ldc, ep))
 		return;
 	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	if (kgemm_thin(uk, M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, ep, pool))
+		return;
 	float *Bp = workspace;
 	char *slots = (char *)workspace + kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float));
 	kgemm_pack_b_parallel(1, K, N, B, 0, rs_b, cs_b, uk->nr, Bp, 0, pool);

@@ -40,11 +40,29 @@ typedef struct kgemm_tile_ep {
 typedef void (*kgemm_ukernel_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 
+/* The same tile with B read in place: row p of the tile's columns at
+ * b + p * ldb, columns [0, n) only (masked, never past n). For thin
+ * products, where packing B would cost as much as using it. */
+typedef void (*kgemm_ukernel_strided_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
+					 const kgemm_tile_ep *ep);
+
+/* Thin products against a transposed B read in place: C[m x n] (m <= dot_mr,
+ * n <= dot_nr) = A[m x K] (rows at a + r * lda) times Bt[n x K]^T (rows at
+ * bt + j * ldbt), both contiguous along K; whole K, so the full epilogue. */
+typedef void (*kgemm_dot_fn)(int64_t K, const float *a, int64_t lda, const float *bt, int64_t ldbt, float *c,
+			     int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+
 typedef struct kgemm_ukernel_desc {
 	const char *name;
 	unsigned isa; /* kcpu_features() bits it needs */
 	int mr, nr;
 	kgemm_ukernel_fn fn;
+	int kc, mc, nc; /* cache blocks (elements) tuned for this kernel */
+	/* optional thin-product kernels (NULL: pack B as usual) */
+	kgemm_ukernel_strided_fn strided;
+	kgemm_dot_fn dot;
+	int dot_mr, dot_nr;
 } kgemm_ukernel_desc;
 
 /* True for the activations computed by vmath (exp, erf, tanh inside): the
@@ -69,6 +87,13 @@ void kgemm_ukernel_4x16__scalar(int64_t kc, const float *a, int64_t rs_a, int64_
 #ifdef AIR_HAVE_X86
 void kgemm_ukernel_6x16__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 			      float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+void kgemm_ukernel_14x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+void kgemm_ukernel_14x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
+					 const kgemm_tile_ep *ep);
+void kgemm_dot_4x4__avx512(int64_t K, const float *a, int64_t lda, const float *bt, int64_t ldbt, float *c,
+			   int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 #endif
 
 #endif

@@ -226,9 +226,10 @@ static void run_all_paths(gcase g, rt_pool *pool)
 
 static void test_shapes(rt_pool *pool)
 {
-	/* sizes around the 6x16 / 4x16 tiles, primes, and K around the kc block */
-	static const int64_t Ms[] = {0, 1, 2, 3, 4, 5, 6, 7, 11, 13, 24, 37, 61};
-	static const int64_t Ns[] = {0, 1, 3, 8, 9, 15, 16, 17, 31, 33, 47};
+	/* sizes around the 6x16 / 4x16 / 14x32 tiles (and the 4x4 dot tile of
+	 * thin products), primes, and K around the vector width */
+	static const int64_t Ms[] = {0, 1, 2, 3, 4, 5, 6, 7, 11, 13, 14, 15, 16, 17, 24, 29, 37, 61};
+	static const int64_t Ns[] = {0, 1, 3, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 63, 65};
 	static const int64_t Ks[] = {0, 1, 2, 5, 17, 64};
 	for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
 		for (size_t b = 0; b < sizeof Ns / sizeof Ns[0]; b++)
@@ -256,7 +257,8 @@ static void test_blocks(rt_pool *pool)
 	static const int64_t shapes[][3] = {
 		{1, 1000, 300},  {2, 257, 513}, {145, 33, 257}, {150, 150, 600}, {289, 47, 129},
 		{7, 1031, 97},   {300, 18, 40}, {64, 64, 64},   {1, 1, 1000},    {97, 1, 263},
-		{128, 96, 768},  {13, 200, 256},
+		{128, 96, 768},  {13, 200, 256}, {16, 65, 2049}, {31, 130, 47},  {29, 1100, 33},
+		{3, 67, 4099},   {200, 300, 70}, {15, 33, 31},
 	};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		for (int act = 0; act < 9; act += 4) {
@@ -300,7 +302,9 @@ static void test_api(void)
 
 	/* the dispatch follows kcpu_features() (AIR_ISA) */
 	const char *name = kgemm_kernel_name();
-	if (kcpu_features() & KCPU_AVX2)
+	if ((kcpu_features() & KCPU_AVX512) == KCPU_AVX512)
+		CHECK(strncmp(name, "avx512", 6) == 0);
+	else if (kcpu_features() & KCPU_AVX2)
 		CHECK(strncmp(name, "avx2", 4) == 0);
 	else
 		CHECK(strncmp(name, "scalar", 6) == 0);

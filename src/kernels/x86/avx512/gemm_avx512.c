@@ -1,0 +1,223 @@
+/* gemm_avx512.c - the AVX-512 GEMM micro-kernels. One tile body, written
+ * once over a compile-time shape (rows x 16-lane vectors), is instantiated
+ * for every row count and column-vector count a tile can have, so partial
+ * tiles do only the FMAs they need: an edge of n <= 16 columns runs one
+ * vector per row, not two. Column tails are masked loads and stores.
+ *
+ * With few rows there are too few independent accumulators to cover the FMA
+ * latency (4 cycles x 2 ports = 8 in flight), so thin tiles keep two or four
+ * accumulator sets over interleaved k and add them at the end.
+ *
+ * The epilogue (alpha, bias, residual, simple activations) is applied to
+ * the accumulators before they are stored; exp/erf/tanh-based activations
+ * run in a second pass over the stored tile with vmath's AVX2 building
+ * blocks, so a fused activation gives the same values as the standalone op. */
+#include <immintrin.h>
+
+#include "kernels/gemm_internal.h"
+#include "kernels/x86/avx2/vmath_avx2.h"
+
+#define AIR_INLINE static inline __attribute__((always_inline))
+
+/* Lanes [0, n) of one 16-lane vector, n clamped to [0, 16]. */
+static inline __mmask16 lanes(int n)
+{
+	return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+AIR_INLINE __m512 act_simple(__m512 v, k_act act)
+{
+	const __m512 zero = _mm512_setzero_ps(), six = _mm512_set1_ps(6.0f);
+	switch (act) {
+	case K_ACT_RELU: return _mm512_max_ps(v, zero);
+	case K_ACT_RELU6: return _mm512_min_ps(_mm512_max_ps(v, zero), six);
+	case K_ACT_HARDSWISH: {
+		__m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, _mm512_set1_ps(3.0f)), zero), six);
+		return _mm512_mul_ps(v, _mm512_mul_ps(t, _mm512_set1_ps(1.0f / 6.0f)));
+	}
+	default: return v;
+	}
+}
+
+static inline __m256 act_transcendental8(__m256 v, k_act act)
+{
+	switch (act) {
+	case K_ACT_GELU: return kv_gelu8(v);
+	case K_ACT_GELU_TANH: return kv_gelu_tanh8(v);
+	case K_ACT_SILU: return kv_silu8(v);
+	case K_ACT_SIGMOID: return kv_sigmoid8(v);
+	case K_ACT_TANH: return kv_tanh8(v);
+	default: return v;
+	}
+}
+
+/* The second pass for transcendental activations over a stored m x n tile
+ * (in L1), 8 lanes at a time. Out of line: the polynomials would only bloat
+ * every tile variant. */
+static __attribute__((noinline)) void act_tile(float *c, int64_t ldc, int m, int n, k_act act)
+{
+	for (int r = 0; r < m; r++) {
+		float *cr = c + r * ldc;
+		for (int j = 0; j < n; j += 8) {
+			__mmask8 k = (__mmask8)(n - j >= 8 ? 0xff : (1u << (n - j)) - 1);
+			__m256 v = _mm256_maskz_loadu_ps(k, cr + j);
+			_mm256_mask_storeu_ps(cr + j, k, act_transcendental8(v, act));
+		}
+	}
+}
+
+/* A row of B: packed panels are zero-padded and read whole; B read in place
+ * (BMASK) must not be read past column n. */
+AIR_INLINE __m512 loadb(const int BMASK, __mmask16 m, const float *p)
+{
+	return BMASK ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
+}
+
+/* One tile: ROWS rows (<= MR) x NV vectors (<= NRV, the panel's width in
+ * vectors), S accumulator sets. The B panel has NRV * 16 floats per k. */
+AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK, int64_t kc, const float *a,
+		     int64_t rs_a, int64_t cs_a, const float *b, const int64_t NR, float *c, int64_t ldc,
+		     int n, const kgemm_tile_ep *ep)
+{
+	enum { MAXR = 16, MAXV = 4, MAXS = 4 };
+	__mmask16 mask[MAXV];
+#pragma GCC unroll 4
+	for (int v = 0; v < NV; v++)
+		mask[v] = lanes(n - 16 * v);
+	__m512 acc[MAXS][MAXR][MAXV];
+#pragma GCC unroll 4
+	for (int s = 0; s < S; s++)
+#pragma GCC unroll 16
+		for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 4
+			for (int v = 0; v < NV; v++)
+				acc[s][r][v] = _mm512_setzero_ps();
+	/* C (or the residual) is read once the sums are done; start it coming */
+	{
+		const int first = ep->flags & KGEMM_TILE_FIRST;
+		const float *pc = first ? ep->res : c;
+		int64_t ld = first ? ep->ld_res : ldc;
+		if (pc) {
+#pragma GCC unroll 16
+			for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 4
+				for (int v = 0; v < NV; v++)
+					_mm_prefetch((const char *)(pc + r * ld + v * 16), _MM_HINT_T0);
+		}
+	}
+	int64_t p = 0;
+	if (S > 1) {
+		for (; p + S <= kc; p += S) {
+#pragma GCC unroll 4
+			for (int s = 0; s < S; s++) {
+				__m512 bv[MAXV];
+#pragma GCC unroll 4
+				for (int v = 0; v < NV; v++)
+					bv[v] = loadb(BMASK, mask[v], b + s * NR + v * 16);
+#pragma GCC unroll 16
+				for (int r = 0; r < ROWS; r++) {
+					__m512 ar = _mm512_set1_ps(a[s * cs_a + r * rs_a]);
+#pragma GCC unroll 4
+					for (int v = 0; v < NV; v++)
+						acc[s][r][v] = _mm512_fmadd_ps(ar, bv[v], acc[s][r][v]);
+				}
+			}
+			a += S * cs_a;
+			b += S * NR;
+		}
+	}
+#pragma GCC unroll 2
+	for (; p < kc; p++) {
+		__m512 bv[MAXV];
+#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++)
+			bv[v] = loadb(BMASK, mask[v], b + v * 16);
+#pragma GCC unroll 16
+		for (int r = 0; r < ROWS; r++) {
+			__m512 ar = _mm512_set1_ps(a[r * rs_a]);
+#pragma GCC unroll 4
+			for (int v = 0; v < NV; v++)
+				acc[0][r][v] = _mm512_fmadd_ps(ar, bv[v], acc[0][r][v]);
+		}
+		a += cs_a;
+		b += NR;
+	}
+#pragma GCC unroll 4
+	for (int s = 1; s < S; s++)
+#pragma GCC unroll 16
+		for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 4
+			for (int v = 0; v < NV; v++)
+				acc[0][r][v] = _mm512_add_ps(acc[0][r][v], acc[s][r][v]);
+
+	const int first = ep->flags & KGEMM_TILE_FIRST, last = ep->flags & KGEMM_TILE_LAST;
+	const __m512 alpha = _mm512_set1_ps(ep->alpha);
+	const k_act act = last ? ep->act : K_ACT_NONE;
+	__m512 bn[MAXV];
+#pragma GCC unroll 4
+	for (int v = 0; v < NV; v++)
+		bn[v] = first && ep->bias_n ? _mm512_maskz_loadu_ps(mask[v], ep->bias_n + 16 * v)
+					    : _mm512_setzero_ps();
+#pragma GCC unroll 16
+	for (int r = 0; r < ROWS; r++) {
+		float *cr = c + r * ldc;
+		__m512 bm = first && ep->bias_m ? _mm512_set1_ps(ep->bias_m[r]) : _mm512_setzero_ps();
+		const float *res = first && ep->res ? ep->res + r * ep->ld_res : NULL;
+#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++) {
+			/* alpha * acc is exact for alpha == 1, so no branch for it */
+			__m512 x = _mm512_mul_ps(acc[0][r][v], alpha);
+			if (first) {
+				x = _mm512_add_ps(_mm512_add_ps(x, bn[v]), bm);
+				if (res)
+					x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], res + 16 * v));
+			} else {
+				x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], cr + 16 * v));
+			}
+			_mm512_mask_storeu_ps(cr + 16 * v, mask[v], act_simple(x, act));
+		}
+	}
+	if (kgemm_act_is_transcendental(act))
+		act_tile(c, ldc, ROWS, n, act);
+}
+
+/* Accumulator sets for a ROWS x NV tile: enough to keep 8 FMAs in flight. */
+#define KSETS(rows, nv) ((rows) * (nv) >= 8 ? 1 : (rows) * (nv) >= 4 ? 2 : 4)
+
+enum { MR = 14, NR = 32 };
+
+/* The variants for one row count R, by vectors of columns used (n <= 16:
+ * one), with B read whole from a panel (BM 0) or masked in place (BM 1). */
+#define TILE_ROWS(R, BM, LDB)                                                                          \
+	case R:                                                                                        \
+		if (n > 16)                                                                            \
+			tile(R, 2, KSETS(R, 2), BM, kc, a, rs_a, cs_a, b, LDB, c, ldc, n, ep);         \
+		else                                                                                   \
+			tile(R, 1, KSETS(R, 1), BM, kc, a, rs_a, cs_a, b, LDB, c, ldc, n, ep);         \
+		return;
+
+#define TILE_ALL_ROWS(BM, LDB)                                                                         \
+	switch (m) {                                                                                   \
+		TILE_ROWS(14, BM, LDB) TILE_ROWS(13, BM, LDB) TILE_ROWS(12, BM, LDB)                   \
+		TILE_ROWS(11, BM, LDB) TILE_ROWS(10, BM, LDB) TILE_ROWS(9, BM, LDB)                    \
+		TILE_ROWS(8, BM, LDB) TILE_ROWS(7, BM, LDB) TILE_ROWS(6, BM, LDB)                      \
+		TILE_ROWS(5, BM, LDB) TILE_ROWS(4, BM, LDB) TILE_ROWS(3, BM, LDB)                      \
+		TILE_ROWS(2, BM, LDB) TILE_ROWS(1, BM, LDB)                                            \
+	default: return;                                                                               \
+	}
+
+/* 28 accumulators + 2 B vectors + 1 broadcast: 31 of the 32 ZMM registers.
+ * Measured against 12x32, 8x48 and 6x64 tiles on the shapes of
+ * tests/c/bench_gemm.c: best or tied on nearly all (commit message). */
+void kgemm_ukernel_14x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
+{
+	TILE_ALL_ROWS(0, NR)
+}
+
+void kgemm_ukernel_14x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
+					 const kgemm_tile_ep *ep)
+{
+	TILE_ALL_ROWS(1, ldb)
+}
