@@ -7,9 +7,8 @@
  * activation run in the GEMM's epilogue (bias per column), and the output
  * is NHWC as it stands.
  *   1x1, stride 1, unpadded: col is x itself: one GEMM, no copy.
- *   otherwise: col is built in blocks of rows sized to stay in L2 (all
- *     threads fill a block, then all run its GEMM), so it never goes out to
- *     memory as a whole.
+ *   otherwise: col is built per task for a chunk of output pixels, sized
+ *     to stay in L2, and multiplied at once (see make_plan).
  *   depthwise: a direct loop over taps, vectorized over channels.
  * The loops over channels (depthwise, pooling windows) are in
  * conv_nhwc_rows.h, compiled per ISA. */
@@ -96,11 +95,12 @@ static bool gemm_conv_ok(const k_call *call, kconv_nhwc *c)
 
 /* ---- packed weights ------------------------------------------------------ */
 
-/* One packed B per group: rows k = (ki * KW + kj) * Cg + c, columns the
- * group's output channels. */
+/* The weight packed as GEMM B operands: per group, per block of nb output
+ * channels, rows k = (ki * KW + kj) * Cg + c. Column blocks let the threads
+ * split a small convolution's channels between them. */
 typedef struct packed_w {
-	int64_t G;
-	kgemm_packed_b *b[];
+	int64_t G, nblk, nb;
+	kgemm_packed_b *b[]; /* [grp * nblk + block] */
 } packed_w;
 
 static void packed_release(void *p)
@@ -108,19 +108,20 @@ static void packed_release(void *p)
 	packed_w *pw = p;
 	if (!pw)
 		return;
-	for (int64_t i = 0; i < pw->G; i++)
+	for (int64_t i = 0; i < pw->G * pw->nblk; i++)
 		kgemm_packed_b_free(pw->b[i]);
 	free(pw);
 }
 
-static air_status packed_prepare(const k_call *call, void **out)
+static air_status pack_weight(const k_call *call, int64_t nb_want, void **out)
 {
 	kconv_nhwc c;
 	AIR_TRY(kconv_nhwc_make(call, &c));
 	const kconv_geom *g = &c.g;
 	const int64_t taps = g->KH * g->KW, K = taps * g->Cg, Og = g->Og;
+	const int64_t nb = nb_want < Og ? nb_want : Og, nblk = cdiv(Og, nb);
 	const float *w = call->in[1].data;
-	packed_w *pw = calloc(1, sizeof *pw + sizeof pw->b[0] * (size_t)g->G);
+	packed_w *pw = calloc(1, sizeof *pw + sizeof pw->b[0] * (size_t)(g->G * nblk));
 	float *tmp = malloc(sizeof(float) * (size_t)(K * Og));
 	if (!pw || !tmp) {
 		free(pw);
@@ -128,13 +129,16 @@ static air_status packed_prepare(const k_call *call, void **out)
 		return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory to pack the weight");
 	}
 	pw->G = g->G;
+	pw->nblk = nblk;
+	pw->nb = nb;
 	air_status st = AIR_OK;
 	for (int64_t grp = 0; grp < g->G && st == AIR_OK; grp++) {
 		for (int64_t o = 0; o < Og; o++)
 			for (int64_t ci = 0; ci < g->Cg; ci++)
 				for (int64_t t = 0; t < taps; t++)
 					tmp[(t * g->Cg + ci) * Og + o] = w[((grp * Og + o) * g->Cg + ci) * taps + t];
-		st = kgemm_pack_b(K, Og, tmp, Og, 1, &pw->b[grp]);
+		for (int64_t jb = 0; jb < nblk && st == AIR_OK; jb++)
+			st = kgemm_pack_b(K, min64(nb, Og - jb * nb), tmp + jb * nb, Og, 1, &pw->b[grp * nblk + jb]);
 	}
 	free(tmp);
 	if (st != AIR_OK) {
@@ -143,6 +147,12 @@ static air_status packed_prepare(const k_call *call, void **out)
 	}
 	*out = pw;
 	return AIR_OK;
+}
+
+/* the 1x1 kernel runs one GEMM over every column */
+static air_status packed_prepare_whole(const k_call *call, void **out)
+{
+	return pack_weight(call, INT64_MAX, out);
 }
 
 /* ---- 1x1, stride 1, unpadded: one GEMM on x ------------------------------ */
@@ -184,19 +194,60 @@ static air_status pw_run(const k_call *call)
 	return AIR_OK;
 }
 
-const k_kernel kfast_conv2d_nhwc_1x1 = {"conv2d_nhwc_gemm_1x1", 0, pw_supports, packed_prepare, packed_release,
+const k_kernel kfast_conv2d_nhwc_1x1 = {"conv2d_nhwc_gemm_1x1", 0, pw_supports, packed_prepare_whole, packed_release,
 					pw_ws, pw_run};
 
 /* ---- im2col in row blocks + GEMM ------------------------------------------ */
 
-/* Floats of col per block: 1 MiB, half the L2 of one core (which both
- * hyperthreads share), leaving room for the streamed weight panels. */
-enum { COL_FLOATS = 262144, MIN_BLOCK_ROWS = 16, COL_TASK_FLOATS = 16384 };
+/* The work is cut into tasks of (group, chunk of output pixels, range of
+ * column blocks); each task builds its chunk's col in its thread's slot,
+ * sized to stay in that thread's share of L2 (two hyperthreads share one
+ * core's 2 MiB), and runs one-thread GEMMs on it, so col never goes out to
+ * memory and the threads never wait for each other inside a convolution.
+ * When there are too few chunks for the threads, the column blocks are
+ * split too (each part then redoes the chunk's col, cheap next to its GEMM). */
+enum { COL_FLOATS = 131072, BLOCK_COLS = 128 };
 
-static int64_t block_rows(int64_t K)
+/* Rows of the GEMM's micro-tile ("avx512_14x32" -> 14): chunks of whole
+ * tiles waste no rows. */
+static int64_t tile_rows(void)
 {
-	int64_t r = COL_FLOATS / (K > 0 ? K : 1);
-	return r < MIN_BLOCK_ROWS ? MIN_BLOCK_ROWS : r;
+	const char *name = kgemm_kernel_name(), *us = name ? strrchr(name, '_') : NULL;
+	long mr = us ? strtol(us + 1, NULL, 10) : 0;
+	return mr > 0 && mr <= 64 ? mr : 8;
+}
+
+typedef struct i2c_plan {
+	int64_t K, M;       /* GEMM depth, output pixels */
+	int64_t rc, nrc;    /* rows per chunk, chunks */
+	int64_t bpg, ncg;   /* column blocks per task, column ranges */
+	size_t col_bytes, slot_bytes;
+} i2c_plan;
+
+/* Depends only on the geometry and the thread count: the workspace size
+ * and the run must agree. */
+static i2c_plan make_plan(const kconv_geom *g, int nthreads)
+{
+	i2c_plan p;
+	p.K = g->KH * g->KW * g->Cg;
+	p.M = g->N * g->OH * g->OW;
+	const int64_t mr = tile_rows();
+	int64_t rc = COL_FLOATS / (p.K > 0 ? p.K : 1) / mr * mr;
+	rc = rc < mr ? mr : rc;
+	rc = rc > p.M ? p.M : rc;
+	p.nrc = rc > 0 ? cdiv(p.M, rc) : 0;
+	/* equal chunks of whole tiles: no sliver at the end */
+	p.rc = p.nrc ? min64(p.M, cdiv(cdiv(p.M, p.nrc), mr) * mr) : 0;
+	p.nrc = p.rc ? cdiv(p.M, p.rc) : 0;
+	int64_t nb = BLOCK_COLS < g->Og ? BLOCK_COLS : g->Og, nblk = nb > 0 ? cdiv(g->Og, nb) : 0;
+	int64_t tasks = g->G * p.nrc, want = 4 * (int64_t)nthreads, ncg = 1;
+	if (nthreads > 1 && tasks > 0 && tasks < want)
+		ncg = min64(nblk, cdiv(want, tasks));
+	p.bpg = ncg > 0 && nblk > 0 ? cdiv(nblk, ncg) : 1;
+	p.ncg = nblk > 0 ? cdiv(nblk, p.bpg) : 0;
+	p.col_bytes = align64(sizeof(float) * (size_t)(p.rc * p.K));
+	p.slot_bytes = p.col_bytes + align64(kgemm_packed_workspace_bytes(p.rc, nb, p.K, 1));
+	return p;
 }
 
 /* Row pix of col for group grp: for each tap (ki, kj) the Cg channels of
@@ -234,19 +285,40 @@ static void im2col_row(const kconv_geom *g, const float *x, int64_t pix, int64_t
 	}
 }
 
-typedef struct col_job {
-	const kconv_geom *g;
-	const float *x;
-	float *col;
-	int64_t m0, rows, K, grp, per_task;
-} col_job;
+typedef struct i2c_job {
+	kconv_nhwc c;
+	i2c_plan p;
+	const packed_w *pw;
+	const float *x, *bias, *res;
+	float *y;
+	char *ws;
+} i2c_job;
 
-static void col_task(void *p, int64_t t, int thread)
+static void i2c_task(void *ctx, int64_t t, int thread)
 {
-	const col_job *j = p;
-	int64_t r0 = t * j->per_task, r1 = min64(j->rows, r0 + j->per_task);
-	for (int64_t r = r0; r < r1; r++)
-		im2col_row(j->g, j->x, j->m0 + r, j->grp, j->col + r * j->K);
+	const i2c_job *j = ctx;
+	const kconv_geom *g = &j->c.g;
+	const i2c_plan *p = &j->p;
+	const packed_w *pw = j->pw;
+	int64_t cg = t % p->ncg, rest = t / p->ncg, chunk = rest % p->nrc, grp = rest / p->nrc;
+	int64_t m0 = chunk * p->rc, rows = min64(p->rc, p->M - m0);
+	if (rows <= 0)
+		return;
+	char *slot = j->ws + (size_t)thread * p->slot_bytes;
+	float *col = (float *)slot;
+	for (int64_t r = 0; r < rows; r++)
+		im2col_row(g, j->x, m0 + r, grp, col + r * p->K);
+	int64_t jb1 = min64(pw->nblk, (cg + 1) * p->bpg);
+	for (int64_t jb = cg * p->bpg; jb < jb1; jb++) {
+		int64_t o0 = grp * g->Og + jb * pw->nb, no = min64(pw->nb, g->Og - jb * pw->nb);
+		k_epilogue ep = k_epilogue_none();
+		ep.bias_n = j->bias ? j->bias + o0 : NULL;
+		ep.residual = j->res ? j->res + m0 * g->O + o0 : NULL;
+		ep.ld_residual = g->O;
+		ep.act = j->c.act;
+		kgemm_f32_packed(rows, no, p->K, col, p->K, 1, pw->b[grp * pw->nblk + jb], j->y + m0 * g->O + o0, g->O,
+				 &ep, NULL, slot + p->col_bytes);
+	}
 }
 
 static bool i2c_supports(const k_call *call)
@@ -255,52 +327,38 @@ static bool i2c_supports(const k_call *call)
 	return gemm_conv_ok(call, &c);
 }
 
+static air_status packed_prepare_blocks(const k_call *call, void **out)
+{
+	return pack_weight(call, BLOCK_COLS, out);
+}
+
 static size_t i2c_ws(const k_call *call, int nthreads)
 {
 	kconv_nhwc c;
 	if (kconv_nhwc_make(call, &c) != AIR_OK)
 		return 0;
-	const kconv_geom *g = &c.g;
-	int64_t K = g->KH * g->KW * g->Cg, M = g->N * g->OH * g->OW, mb = min64(block_rows(K), M);
-	if (M <= 0 || K <= 0)
-		return 0;
-	return align64(sizeof(float) * (size_t)(mb * K)) + kgemm_packed_workspace_bytes(mb, g->Og, K, nthreads);
+	nthreads = nthreads < 1 ? 1 : nthreads;
+	return (size_t)nthreads * make_plan(&c.g, nthreads).slot_bytes;
 }
 
 static air_status i2c_run(const k_call *call)
 {
-	kconv_nhwc c;
-	AIR_TRY(kconv_nhwc_make(call, &c));
-	const kconv_geom *g = &c.g;
+	i2c_job j;
+	AIR_TRY(kconv_nhwc_make(call, &j.c));
+	const kconv_geom *g = &j.c.g;
 	if (call->out[0].numel == 0)
 		return AIR_OK;
-	const packed_w *pw = call->prepared;
-	const float *bias, *res;
-	conv_operands(call, &c, &bias, &res);
-	const int64_t K = g->KH * g->KW * g->Cg, M = g->N * g->OH * g->OW, mb = min64(block_rows(K), M);
-	float *col = call->workspace, *y = call->out[0].data;
-	char *gws = (char *)call->workspace + align64(sizeof(float) * (size_t)(mb * K));
-	col_job j = {g, call->in[0].data, col, 0, 0, K, 0, cdiv(COL_TASK_FLOATS, K)};
-	for (int64_t m0 = 0; m0 < M; m0 += mb) {
-		int64_t rows = min64(mb, M - m0);
-		for (int64_t grp = 0; grp < g->G; grp++) {
-			j.m0 = m0;
-			j.rows = rows;
-			j.grp = grp;
-			rt_pool_run(call->pool, cdiv(rows, j.per_task), col_task, &j);
-			k_epilogue ep = k_epilogue_none();
-			ep.bias_n = bias ? bias + grp * g->Og : NULL;
-			ep.residual = res ? res + m0 * g->O + grp * g->Og : NULL;
-			ep.ld_residual = g->O;
-			ep.act = c.act;
-			kgemm_f32_packed(rows, g->Og, K, col, K, 1, pw->b[grp], y + m0 * g->O + grp * g->Og, g->O, &ep,
-					 call->pool, gws);
-		}
-	}
+	j.p = make_plan(g, rt_pool_size(call->pool));
+	j.pw = call->prepared;
+	conv_operands(call, &j.c, &j.bias, &j.res);
+	j.x = call->in[0].data;
+	j.y = call->out[0].data;
+	j.ws = call->workspace;
+	rt_pool_run(call->pool, g->G * j.p.nrc * j.p.ncg, i2c_task, &j);
 	return AIR_OK;
 }
 
-const k_kernel kfast_conv2d_nhwc_im2col = {"conv2d_nhwc_im2col_gemm", 0, i2c_supports, packed_prepare,
+const k_kernel kfast_conv2d_nhwc_im2col = {"conv2d_nhwc_im2col_gemm", 0, i2c_supports, packed_prepare_blocks,
 					   packed_release, i2c_ws, i2c_run};
 
 /* ---- depthwise -------------------------------------------------------------- */

@@ -6,7 +6,12 @@
  * and run: bench_conv [seconds-per-case] [name-filter]. Times are the best
  * of the runs in that time (the machine is shared; the best run is the one
  * least disturbed); "cpu" is the process's CPU time per run over the thread
- * count, which is what the kernel cost without time given to others. */
+ * count, which is what the kernel cost without time given to others.
+ *   bench_conv --layout [seconds-per-case] [batch] [name-filter]
+ * times the 23 ResNet-50 conv shapes in the NCHW kernels (conv2d, layout
+ * pass off) and the NHWC ones (conv2d_nhwc on an NHWC input, as inside a
+ * converted region), each shape weighted by how often ResNet-50 runs it
+ * for the totals. */
 #define _POSIX_C_SOURCE 200112L
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,8 +167,142 @@ static void time_case(const bcase *c, uint32_t flags, double budget, double *wal
 	free(wdata);
 }
 
+/* ---- NCHW against NHWC on the ResNet-50 convolutions ------------------- */
+
+typedef struct rcase {
+	int64_t C, O, k, s, p, H, count;
+} rcase;
+
+/* bench/workloads.py RESNET50_CONVS: (in, out, kernel, stride, pad, size, times used) */
+static const rcase rn50[] = {
+	{3, 64, 7, 2, 3, 224, 1},     {64, 64, 1, 1, 0, 56, 1},     {64, 64, 3, 1, 1, 56, 3},
+	{64, 256, 1, 1, 0, 56, 4},    {256, 64, 1, 1, 0, 56, 2},    {256, 128, 1, 1, 0, 56, 1},
+	{128, 128, 3, 2, 1, 56, 1},   {128, 512, 1, 1, 0, 28, 4},   {256, 512, 1, 2, 0, 56, 1},
+	{512, 128, 1, 1, 0, 28, 3},   {128, 128, 3, 1, 1, 28, 3},   {512, 256, 1, 1, 0, 28, 1},
+	{256, 256, 3, 2, 1, 28, 1},   {256, 1024, 1, 1, 0, 14, 6},  {512, 1024, 1, 2, 0, 28, 1},
+	{1024, 256, 1, 1, 0, 14, 5},  {256, 256, 3, 1, 1, 14, 5},   {1024, 512, 1, 1, 0, 14, 1},
+	{512, 512, 3, 2, 1, 14, 1},   {512, 2048, 1, 1, 0, 7, 3},   {1024, 2048, 1, 2, 0, 14, 1},
+	{2048, 512, 1, 1, 0, 7, 2},   {512, 512, 3, 1, 1, 7, 2},
+};
+
+/* Best wall seconds of one conv in one layout (nhwc: conv2d_nhwc on an
+ * NHWC input; else conv2d with the layout pass off), bias and relu fused
+ * (relu too once conv2d fuses it everywhere). Output (in that layout) in *out. */
+static double time_layout(const rcase *c, int64_t N, int nhwc, double budget, float **out, char *kernel)
+{
+	air_graph *g;
+	TRY(air_graph_create(&g));
+	int64_t xd[4] = {N, c->C, c->H, c->H}, xh[4] = {N, c->H, c->H, c->C}, wd[4] = {c->O, c->C, c->k, c->k};
+	int64_t bd[1] = {c->O};
+	float *wdata = randf(c->O * c->C * c->k * c->k), *bdata = randf(c->O);
+	air_value in[3], y;
+	int nout;
+	TRY(air_graph_add_input(g, "x", AIR_F32, 4, nhwc ? xh : xd, &in[0]));
+	TRY(air_graph_add_constant(g, AIR_F32, 4, wd, wdata, 0, &in[1]));
+	TRY(air_graph_add_constant(g, AIR_F32, 1, bd, bdata, 0, &in[2]));
+	int64_t s[2] = {c->s, c->s}, p[2] = {c->p, c->p};
+	air_attr a[3] = {{"stride", AIR_ATTR_INTS, 0, 0, s, 2}, {"padding", AIR_ATTR_INTS, 0, 0, p, 2},
+			 {"act", AIR_ATTR_INT, 1, 0, NULL, 0}};
+	TRY(air_graph_add_node(g, nhwc ? "conv2d_nhwc" : "conv2d", in, 3, a, 2, &y, 1, &nout));
+	TRY(air_graph_set_outputs(g, &y, 1));
+	air_compile_options o;
+	air_compile_options_init(&o);
+	o.disabled_passes = AIR_PASS_LAYOUT;
+	air_model *m;
+	TRY(air_compile(g, &o, &m));
+	const char *op = nhwc ? "conv2d_nhwc " : "conv2d ", *k = strstr(air_model_report(m), op);
+	if (!k || sscanf(k + strlen(op), "%63s", kernel) != 1)
+		strcpy(kernel, "?");
+	air_session *ss;
+	TRY(air_session_create(m, &ss));
+	int64_t xn = N * c->C * c->H * c->H;
+	float *xdata = randf(xn);
+	if (nhwc) {
+		/* the same image as the NCHW run, transposed */
+		float *t = malloc(sizeof(float) * (size_t)xn);
+		int64_t HW = c->H * c->H;
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t ch = 0; ch < c->C; ch++)
+				for (int64_t i = 0; i < HW; i++)
+					t[(n * HW + i) * c->C + ch] = xdata[(n * c->C + ch) * HW + i];
+		free(xdata);
+		xdata = t;
+	}
+	TRY(air_session_set_input(ss, 0, xdata, 4, nhwc ? xh : xd));
+	int rank;
+	int64_t od[8], on = 1;
+	TRY(air_session_output_shape(ss, 0, &rank, od));
+	for (int i = 0; i < rank; i++)
+		on *= od[i];
+	float *ydata = malloc(sizeof(float) * (size_t)on);
+	TRY(air_session_set_output(ss, 0, ydata, sizeof(float) * (size_t)on));
+	TRY(air_session_run(ss));
+	double best = 1e30, t_start = clock_of(CLOCK_MONOTONIC);
+	int runs = 0;
+	do {
+		double t0 = clock_of(CLOCK_MONOTONIC);
+		TRY(air_session_run(ss));
+		double t1 = clock_of(CLOCK_MONOTONIC);
+		best = t1 - t0 < best ? t1 - t0 : best;
+		runs++;
+	} while (clock_of(CLOCK_MONOTONIC) - t_start < budget || runs < 3);
+	*out = ydata;
+	air_session_destroy(ss);
+	air_model_destroy(m);
+	air_graph_destroy(g);
+	free(xdata), free(wdata), free(bdata);
+	return best;
+}
+
+static int main_layout(int argc, char **argv)
+{
+	double budget = argc > 2 ? atof(argv[2]) : 0.5;
+	int64_t N = argc > 3 ? atoll(argv[3]) : 1;
+	const char *only = argc > 4 ? argv[4] : NULL;
+	printf("threads: %d, batch %lld; conv + bias + relu, best of runs\n", air_get_num_threads(), (long long)N);
+	printf("%-26s %3s %-22s %9s %-24s %9s | %8s %8s %7s | %7s\n", "shape (C>O kxk s p HxW)", "n", "nchw kernel",
+	       "nchw ms", "nhwc kernel", "nhwc ms", "nchw GF", "nhwc GF", "speedup", "maxdiff");
+	double tot[2] = {0, 0}, flops_total = 0;
+	for (size_t i = 0; i < sizeof rn50 / sizeof rn50[0]; i++) {
+		const rcase *c = &rn50[i];
+		char name[64];
+		snprintf(name, sizeof name, "%lld>%lld %lldx%lld s%lld p%lld %lld", (long long)c->C, (long long)c->O,
+			 (long long)c->k, (long long)c->k, (long long)c->s, (long long)c->p, (long long)c->H);
+		if (only && !strstr(name, only))
+			continue;
+		int64_t oh = (c->H + 2 * c->p - c->k) / c->s + 1;
+		double flops = 2.0 * N * c->O * oh * oh * c->C * c->k * c->k;
+		float *y[2];
+		char kn[2][64];
+		double t[2];
+		for (int l = 0; l < 2; l++)
+			t[l] = time_layout(c, N, l, budget, &y[l], kn[l]);
+		double md = 0;
+		int64_t P = oh * oh;
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t o = 0; o < c->O; o++)
+				for (int64_t q = 0; q < P; q++) {
+					double d = y[0][(n * c->O + o) * P + q] - y[1][(n * P + q) * c->O + o];
+					d = d < 0 ? -d : d;
+					md = d > md ? d : md;
+				}
+		for (int l = 0; l < 2; l++)
+			tot[l] += t[l] * (double)c->count;
+		flops_total += flops * (double)c->count;
+		printf("%-26s %3lld %-22s %9.3f %-24s %9.3f | %8.1f %8.1f %6.2fx | %7.1e\n", name, (long long)c->count,
+		       kn[0], t[0] * 1e3, kn[1], t[1] * 1e3, flops / t[0] * 1e-9, flops / t[1] * 1e-9, t[0] / t[1], md);
+		free(y[0]);
+		free(y[1]);
+	}
+	printf("all convs, weighted by use: nchw %.2f ms (%.1f GFLOP/s), nhwc %.2f ms (%.1f GFLOP/s), %.2fx\n",
+	       tot[0] * 1e3, flops_total / tot[0] * 1e-9, tot[1] * 1e3, flops_total / tot[1] * 1e-9, tot[0] / tot[1]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "--layout") == 0)
+		return main_layout(argc, argv);
 	double budget = argc > 1 ? atof(argv[1]) : 1.0;
 	const char *only = argc > 2 ? argv[2] : NULL;
 	printf("threads: %d (AIR_NUM_THREADS)\n", air_get_num_threads());
