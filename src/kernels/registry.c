@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "kernels/conv_nhwc.h"
+#include "kernels/attention_fast.h"
 #include "kernels/linalg_fast.h"
 #include "ops/op.h"
 
@@ -14,7 +15,7 @@ static const k_kernel *const mm[] = {&kfast_mm_packed, &kfast_mm, NULL};
 static const k_kernel *const addmm[] = {&kfast_addmm_packed, &kfast_addmm, NULL};
 static const k_kernel *const linear[] = {&kfast_linear_packed, &kfast_linear, NULL};
 static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
-static const k_kernel *const sdpa[] = {&kfast_sdpa, NULL};
+static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, &kfast_sdpa, NULL};
 static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
 						&kfast_conv2d_nhwc_im2col, NULL};
 static const k_kernel *const max_pool2d_nhwc[] = {&kfast_max_pool2d_nhwc, NULL};

@@ -1,0 +1,335 @@
+/* attention_fast.c - the fused sdpa kernel: one task per (leading index,
+ * block of up to KATT_BQ queries); each task walks the keys in blocks of
+ * KATT_BK (K^T and V of every block packed once beforehand, zero padded
+ * to KATT_PAD, shared by all query blocks), computes the scores, updates
+ * each row's running max and sum (online softmax), and accumulates P V into
+ * a rescaled f32 accumulator. Scratch per thread is O(KATT_BQ * (KATT_BK +
+ * Ev)), whatever L and S are; the packed copy is the size of K and V. Causal masking skips key
+ * blocks past the last query of the task and cuts each row at its limit;
+ * no mask is materialised. A row with no key left is 0 (torch's CPU flash
+ * kernel) or NaN (decomposed softmax) as the empty_nan attribute says. */
+#include "kernels/attention_fast.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/cpu.h"
+#include "kernels/ref/linalg.h"
+
+/* ---- portable inner loops ------------------------------------------------ */
+
+static void qk_portable(const float *q, int64_t ldq, int rows, int64_t E, const float *kt, int np, float *s)
+{
+	for (int i = 0; i < rows; i++) {
+		float *si = s + (size_t)i * np;
+		for (int j = 0; j < np; j++)
+			si[j] = 0.0f;
+		for (int64_t e = 0; e < E; e++) {
+			float a = q[i * ldq + e];
+			const float *k = kt + e * np;
+			for (int j = 0; j < np; j++)
+				si[j] += a * k[j];
+		}
+	}
+}
+
+static void softmax_portable(float *s, int np, int n, float scale, const float *madd, const uint8_t *mbool,
+			     float *m, float *l, float *alpha)
+{
+	float mx = -INFINITY;
+	int any = 0;
+	for (int j = 0; j < n; j++) {
+		float x = s[j] * scale;
+		if (madd)
+			x += madd[j];
+		if (mbool && !mbool[j])
+			x = -INFINITY;
+		s[j] = x;
+		any |= x != -INFINITY;
+		mx = x > mx ? x : mx;
+	}
+	for (int j = n; j < np; j++)
+		s[j] = 0.0f;
+	if (!any) {
+		for (int j = 0; j < n; j++)
+			s[j] = 0.0f;
+		*alpha = 1.0f;
+		return;
+	}
+	float mn = *m > mx ? *m : mx;
+	float sum = 0.0f;
+	for (int j = 0; j < n; j++) {
+		float p = expf(s[j] - mn); /* -inf - mn gives 0; NaN stays */
+		s[j] = p;
+		sum += p;
+	}
+	*alpha = expf(*m - mn);
+	*l = *l * *alpha + sum;
+	*m = mn;
+}
+
+static void pv_portable(const float *p, int np, int rows, int bk, const float *vp, int evp, float *o,
+			const float *alpha)
+{
+	for (int i = 0; i < rows; i++) {
+		float *oi = o + (size_t)i * evp;
+		const float *pi = p + (size_t)i * np;
+		for (int c = 0; c < evp; c++)
+			oi[c] *= alpha[i];
+		for (int j = 0; j < bk; j++) {
+			float a = pi[j];
+			const float *v = vp + (size_t)j * evp;
+			for (int c = 0; c < evp; c++)
+				oi[c] += a * v[c];
+		}
+	}
+}
+
+const katt_ops katt_ops_portable = {"portable", qk_portable, softmax_portable, pv_portable};
+
+const katt_ops *katt_ops_best(void)
+{
+#ifdef AIR_HAVE_X86
+	unsigned f = kcpu_features();
+	if ((f & KCPU_AVX512F) && (f & KCPU_AVX512BW) && (f & KCPU_AVX512VL))
+		return &katt_ops_avx512;
+	if (f & KCPU_AVX2)
+		return &katt_ops_avx2;
+#endif
+	return &katt_ops_portable;
+}
+
+/* ---- the driver ------------------------------------------------------------ */
+
+static int64_t pad_to(int64_t n, int64_t m)
+{
+	return (n + m - 1) / m * m;
+}
+
+static size_t align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+/* The workspace: first K^T and V of every key block of every leading index,
+ * packed once (kt [E][np], then vp [BK][evp] per block) and shared by all
+ * query blocks; then per-thread scratch: scores [BQ][BK], accumulator
+ * [BQ][evp], m, l, alpha [BQ], a mask row [BK]. */
+typedef struct att_layout {
+	size_t block; /* bytes of one packed key block */
+	size_t packed; /* bytes of all packed blocks */
+	size_t s, o, m, l, alpha, mrow, slot; /* byte offsets in a slot; slot = its size */
+} att_layout;
+
+static void att_layout_make(int64_t batch, int64_t S, int64_t E, int64_t evp, att_layout *a)
+{
+	a->block = align64((size_t)((E > 0 ? E : 1) * KATT_BK + KATT_BK * evp) * sizeof(float));
+	a->packed = a->block * (size_t)batch * (size_t)((S + KATT_BK - 1) / KATT_BK);
+	size_t off = 0;
+#define ATT_TAKE(field, floats)                                  \
+	a->field = off;                                          \
+	off += align64((size_t)(floats) * sizeof(float))
+	ATT_TAKE(s, KATT_BQ * KATT_BK);
+	ATT_TAKE(o, KATT_BQ * (evp > 0 ? evp : 1));
+	ATT_TAKE(m, KATT_BQ);
+	ATT_TAKE(l, KATT_BQ);
+	ATT_TAKE(alpha, KATT_BQ);
+	ATT_TAKE(mrow, KATT_BK);
+#undef ATT_TAKE
+	a->slot = align64(off + 64); /* a spare line between threads' slots */
+}
+
+typedef struct att_job {
+	ksdpa_geom g;
+	const katt_ops *ops;
+	const float *q, *k, *v;
+	const void *mask;
+	float *out;
+	int64_t bq, nqb, nkb, evp;
+	att_layout lay;
+	char *packed, *ws;
+	float scale, empty;
+} att_job;
+
+/* K^T of keys [kb0, kb0 + bk): kt[e][j], j padded to np with zeros. */
+static void pack_kt(const float *k, int64_t E, int bk, int np, float *kt)
+{
+	for (int64_t e = 0; e < E; e++)
+		for (int j = bk; j < np; j++)
+			kt[e * np + j] = 0.0f;
+	/* four keys at a time keep four source rows streaming */
+	int j = 0;
+	for (; j + 4 <= bk; j += 4) {
+		const float *k0 = k + j * E, *k1 = k0 + E, *k2 = k1 + E, *k3 = k2 + E;
+		for (int64_t e = 0; e < E; e++) {
+			float *d = kt + e * np + j;
+			d[0] = k0[e];
+			d[1] = k1[e];
+			d[2] = k2[e];
+			d[3] = k3[e];
+		}
+	}
+	for (; j < bk; j++)
+		for (int64_t e = 0; e < E; e++)
+			kt[e * np + j] = k[j * E + e];
+}
+
+static void pack_v(const float *v, int64_t Ev, int bk, int64_t evp, float *vp)
+{
+	for (int j = 0; j < bk; j++) {
+		memcpy(vp + j * evp, v + j * Ev, (size_t)Ev * sizeof(float));
+		for (int64_t c = Ev; c < evp; c++)
+			vp[j * evp + c] = 0.0f;
+	}
+}
+
+static void pack_task(void *ctx, int64_t t, int thread)
+{
+	(void)thread;
+	const att_job *j = ctx;
+	const ksdpa_geom *g = &j->g;
+	int64_t b = t / j->nkb, kb0 = (t % j->nkb) * KATT_BK, koff, voff, moff;
+	ksdpa_offsets(g, b, &koff, &voff, &moff);
+	int bk = (int)(g->S - kb0 < KATT_BK ? g->S - kb0 : KATT_BK);
+	int np = (int)pad_to(bk, KATT_PAD);
+	float *kt = (float *)(j->packed + (size_t)t * j->lay.block);
+	pack_kt(j->k + koff + kb0 * g->E, g->E, bk, np, kt);
+	pack_v(j->v + voff + kb0 * g->Ev, g->Ev, bk, j->evp, kt + g->E * np);
+}
+
+static void att_task(void *ctx, int64_t t, int thread)
+{
+	const att_job *j = ctx;
+	const ksdpa_geom *g = &j->g;
+	const att_layout *a = &j->lay;
+	int64_t b = t / j->nqb, l0 = (t % j->nqb) * j->bq;
+	int nq = (int)(j->bq < g->L - l0 ? j->bq : g->L - l0);
+	int64_t koff, voff, moff, E = g->E, Ev = g->Ev, evp = j->evp;
+	ksdpa_offsets(g, b, &koff, &voff, &moff);
+	(void)koff;
+	(void)voff;
+	char *slot = j->ws + (size_t)thread * a->slot;
+	float *s = (float *)(slot + a->s);
+	float *o = (float *)(slot + a->o), *m = (float *)(slot + a->m), *l = (float *)(slot + a->l);
+	float *alpha = (float *)(slot + a->alpha);
+	void *mrow = slot + a->mrow;
+	for (int64_t i = 0; i < (int64_t)nq * evp; i++)
+		o[i] = 0.0f;
+	for (int i = 0; i < nq; i++) {
+		m[i] = -INFINITY;
+		l[i] = 0.0f;
+	}
+	const float *q = j->q + (b * g->L + l0) * E;
+	int64_t kend = g->S;
+	if (g->causal && l0 + nq < kend)
+		kend = l0 + nq; /* the task's last query sees keys up to l0 + nq - 1 */
+	int64_t ml = g->has_mask ? g->m_st[g->nlead] : 0, ms = g->has_mask ? g->m_st[g->nlead + 1] : 0;
+	for (int64_t kb0 = 0; kb0 < kend; kb0 += KATT_BK) {
+		/* the block was packed with all its keys; causal use may take fewer */
+		int bk_packed = (int)(g->S - kb0 < KATT_BK ? g->S - kb0 : KATT_BK);
+		int bk = (int)(kend - kb0 < bk_packed ? kend - kb0 : bk_packed);
+		int np = (int)pad_to(bk_packed, KATT_PAD);
+		const float *kt = (const float *)(j->packed + (size_t)(b * j->nkb + kb0 / KATT_BK) * a->block);
+		const float *vp = kt + E * np;
+		j->ops->qk(q, E, nq, E, kt, np, s);
+		for (int i = 0; i < nq; i++) {
+			int64_t n = bk;
+			if (g->causal) {
+				int64_t lim = l0 + i - kb0 + 1;
+				n = lim < 0 ? 0 : lim < n ? lim : n;
+			}
+			const float *madd = NULL;
+			const uint8_t *mbool = NULL;
+			if (j->mask) {
+				int64_t off = moff + (l0 + i) * ml + kb0 * ms;
+				if (g->mask_bool) {
+					const uint8_t *src = (const uint8_t *)j->mask + off;
+					if (ms != 1) {
+						uint8_t *d = mrow;
+						for (int64_t c = 0; c < n; c++)
+							d[c] = src[c * ms];
+						src = d;
+					}
+					mbool = src;
+				} else {
+					const float *src = (const float *)j->mask + off;
+					if (ms != 1) {
+						float *d = mrow;
+						for (int64_t c = 0; c < n; c++)
+							d[c] = src[c * ms];
+						src = d;
+					}
+					madd = src;
+				}
+			}
+			j->ops->softmax(s + (size_t)i * np, np, (int)n, j->scale, madd, mbool, &m[i], &l[i], &alpha[i]);
+		}
+		j->ops->pv(s, np, nq, bk, vp, (int)evp, o, alpha);
+	}
+	float *out = j->out + (b * g->L + l0) * Ev;
+	for (int i = 0; i < nq; i++) {
+		float *d = out + (int64_t)i * Ev;
+		const float *src = o + (int64_t)i * evp;
+		if (l[i] == 0.0f) {
+			for (int64_t c = 0; c < Ev; c++)
+				d[c] = j->empty;
+			continue;
+		}
+		float inv = 1.0f / l[i];
+		for (int64_t c = 0; c < Ev; c++)
+			d[c] = src[c] * inv;
+	}
+}
+
+static bool flash_supports(const k_call *call)
+{
+	for (int i = 0; i < 3; i++)
+		if (call->in[i].dtype != AIR_F32)
+			return false;
+	if (call->out[0].dtype != AIR_F32)
+		return false;
+	return call->n_in < 4 || call->in[3].dtype == AIR_F32 || call->in[3].dtype == AIR_BOOL;
+}
+
+static size_t flash_ws(const k_call *call, int nthreads)
+{
+	ksdpa_geom g;
+	if (ksdpa_geom_make(call, &g) != AIR_OK)
+		return 0;
+	att_layout a;
+	att_layout_make(g.batch, g.S, g.E, pad_to(g.Ev, KATT_PAD), &a);
+	return a.packed + (size_t)(nthreads < 1 ? 1 : nthreads) * a.slot;
+}
+
+static air_status flash_run(const k_call *call)
+{
+	att_job j;
+	AIR_TRY(ksdpa_geom_make(call, &j.g));
+	if (call->out[0].numel == 0)
+		return AIR_OK;
+	j.ops = katt_ops_best();
+	j.q = call->in[0].data;
+	j.k = call->in[1].data;
+	j.v = call->in[2].data;
+	j.mask = j.g.has_mask ? call->in[3].data : NULL;
+	j.out = call->out[0].data;
+	j.evp = pad_to(j.g.Ev, KATT_PAD);
+	j.scale = (float)j.g.scale;
+	j.empty = call->attrs[3].i ? NAN : 0.0f;
+	att_layout_make(j.g.batch, j.g.S, j.g.E, j.evp, &j.lay);
+	j.packed = call->workspace;
+	j.ws = j.packed + j.lay.packed;
+	j.nkb = (j.g.S + KATT_BK - 1) / KATT_BK;
+	rt_pool_run(call->pool, j.g.batch * j.nkb, pack_task, &j);
+	/* smaller query blocks when there would be too few tasks to share */
+	int nthreads = rt_pool_size(call->pool);
+	j.bq = KATT_BQ;
+	while (j.bq > 16 && j.g.batch * ((j.g.L + j.bq - 1) / j.bq) < 4 * (int64_t)nthreads)
+		j.bq /= 2;
+	j.nqb = (j.g.L + j.bq - 1) / j.bq;
+	rt_pool_run(call->pool, j.g.batch * j.nqb, att_task, &j);
+	return AIR_OK;
+}
+
+const k_kernel kfast_sdpa_flash = {"sdpa_flash", 0, flash_supports, NULL, NULL, flash_ws, flash_run};

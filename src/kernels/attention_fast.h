@@ -1,0 +1,50 @@
+/* attention_fast.h - fused scaled-dot-product attention (flash style): per
+ * block of queries, a loop over blocks of keys with an online softmax, so
+ * the [L, S] score matrix never exists. The driver (attention_fast.c) packs
+ * blocks and keeps the running statistics; the three inner loops below come
+ * per ISA (portable here, x86/avx2/attention_avx2.c,
+ * x86/avx512/attention_avx512.c). */
+#ifndef AIR_KERNELS_ATTENTION_FAST_H
+#define AIR_KERNELS_ATTENTION_FAST_H
+
+#include <stdint.h>
+
+#include "kernels/kernel.h"
+
+extern const k_kernel kfast_sdpa_flash;
+
+enum {
+	KATT_BK = 64,  /* keys per block */
+	KATT_BQ = 64,  /* most queries per task */
+	KATT_PAD = 16, /* packed rows are padded to this many floats (every ISA's vector width divides it) */
+	KATT_MR = 6,   /* rows per register tile in the inner loops */
+};
+
+/* The inner loops, all on f32. np is the padded key count of the block (a
+ * multiple of KATT_PAD, at most KATT_BK), evp the padded value width (a
+ * multiple of KATT_PAD). */
+typedef struct katt_ops {
+	const char *name;
+	/* s[i * np + j] = sum_e q[i * ldq + e] * kt[e * np + j], i < rows, j < np */
+	void (*qk)(const float *q, int64_t ldq, int rows, int64_t E, const float *kt, int np, float *s);
+	/* One row of scores s[0..np): x_j = scale * s_j (+ madd[j]) for j < n,
+	 * -inf where mbool[j] == 0 or j >= n (madd, mbool may be NULL; they
+	 * have n readable entries). Online softmax step on the running max *m
+	 * and sum *l: s becomes p_j = exp(x_j - m'), and *alpha = exp(m - m')
+	 * rescales the old accumulator. A row with every x_j = -inf leaves m
+	 * and l alone, gives p = 0 and alpha = 1. NaN propagates. */
+	void (*softmax)(float *s, int np, int n, float scale, const float *madd, const uint8_t *mbool, float *m,
+			float *l, float *alpha);
+	/* o[i * evp + c] = alpha[i] * o[i * evp + c] + sum_{j < bk} p[i * np + j] * vp[j * evp + c] */
+	void (*pv)(const float *p, int np, int rows, int bk, const float *vp, int evp, float *o, const float *alpha);
+} katt_ops;
+
+extern const katt_ops katt_ops_portable;
+#ifdef AIR_HAVE_X86
+extern const katt_ops katt_ops_avx2, katt_ops_avx512;
+#endif
+
+/* The ops for this CPU (kcpu_features(), so AIR_ISA applies). */
+const katt_ops *katt_ops_best(void);
+
+#endif
