@@ -224,9 +224,41 @@ int air_model_output_count(const air_model *model);
 air_status air_model_input_info(const air_model *model, int i, air_dtype *dtype, int *rank, air_dim *dims);
 air_status air_model_output_info(const air_model *model, int i, air_dtype *dtype, int *rank, air_dim *dims);
 
-/* A human-readable compile report (ops, kernels chosen, passes). Owned by
- * the model. */
+/* A human-readable compile report: ops before and after the passes, each
+ * pass's log, fused groups and their members, the kernel of every step, and
+ * the memory plan (when every size is a constant). Owned by the model. */
 const char *air_model_report(const air_model *model);
+
+/* Graphviz DOT text of the model's graph: which == AIR_DOT_BEFORE_PASSES is
+ * the graph as compiled (after verification, before any pass),
+ * AIR_DOT_AFTER_PASSES the graph that runs, with each op's kernel and, when
+ * the plan is known (see air_model_memory_info), in-place steps marked.
+ * Writes at most size bytes into buf (always terminated when size > 0) and
+ * the full length without the terminator into *length, so a first call
+ * with buf NULL and size 0 asks for the size. */
+enum { AIR_DOT_BEFORE_PASSES = 0, AIR_DOT_AFTER_PASSES = 1 };
+air_status air_model_dot(const air_model *model, int which, char *buf, size_t size, size_t *length);
+
+/* What the memory plan does for one set of input sizes. Set size to
+ * sizeof(air_memory_info) before the call; fields may be added at the end. */
+typedef struct air_memory_info {
+	size_t size;
+	int known;              /* 0: sizes are symbolic and nothing was planned yet */
+	int buffers;            /* activations: node outputs with memory of their own */
+	int inplace;            /* steps writing their output over a dead input */
+	size_t arena_bytes;     /* planned peak of the activations */
+	size_t workspace_bytes; /* kernel scratch, after the activations */
+	size_t no_reuse_bytes;  /* every activation in its own buffer (the sum) */
+	size_t weight_bytes;    /* constant bytes the model holds: copies it owns
+				 * (copied or folded constants) and kernel data
+				 * prepared from them (packed weights) */
+	size_t borrowed_bytes;  /* constants used in place (AIR_CONSTANT_BORROW) */
+} air_memory_info;
+
+/* The model's memory plan: computed at compile time when every size is a
+ * constant, else the plan of the first session that ran (known == 0 until
+ * then). Weight bytes are known in both cases. */
+air_status air_model_memory_info(const air_model *model, air_memory_info *info);
 
 /* ---- running ----------------------------------------------------------- */
 
@@ -253,6 +285,10 @@ air_status air_session_run(air_session *session);
 /* Bytes of the session's arena for the current shapes (planned peak of
  * intermediate values plus kernel workspace). */
 size_t air_session_arena_bytes(const air_session *session);
+
+/* The memory plan of the session's current input sizes (after a run or
+ * air_session_output_shape). */
+air_status air_session_memory_info(const air_session *session, air_memory_info *info);
 
 /* ---- threads ----------------------------------------------------------- */
 

@@ -1,36 +1,36 @@
-/* memplan.c - greedy interval packing for the session arena. */
+/* memplan.c - interval packing for the session arena: largest first, best
+ * fit among the gaps left by buffers alive at the same time. */
 #include "plan/memplan.h"
 
 #include <stdlib.h>
 
 #include "core/error.h"
 
-static size_t align_up(size_t n)
+typedef struct span {
+	size_t start, end;
+} span;
+
+static int by_start(const void *a, const void *b)
 {
-	return (n + MP_ALIGN - 1) / MP_ALIGN * MP_ALIGN;
+	const span *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int by_size_desc(const void *a, const void *b, void *ctx)
+/* largest first; among equal sizes, earlier first, then by index, so that
+ * the order (and the plan) never depends on the sort's stability */
+typedef struct order {
+	size_t size;
+	int first, index;
+} order;
+
+static int largest_first(const void *a, const void *b)
 {
-	const mp_buffer *bs = ctx;
-	const mp_buffer *x = &bs[*(const int *)a], *y = &bs[*(const int *)b];
+	const order *x = a, *y = b;
 	if (x->size != y->size)
-		return x->size < y->size ? 1 : -1;
-	return x->first - y->first;
-}
-
-/* qsort_r is not portable C; a small insertion sort over indices is enough
- * for graphs of a few thousand values and keeps the order stable. */
-static void sort_indices(int *idx, int n, const mp_buffer *bs)
-{
-	for (int i = 1; i < n; i++) {
-		int v = idx[i], j = i - 1;
-		while (j >= 0 && by_size_desc(&idx[j], &v, (void *)bs) > 0) {
-			idx[j + 1] = idx[j];
-			j--;
-		}
-		idx[j + 1] = v;
-	}
+		return x->size > y->size ? -1 : 1;
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return (x->index > y->index) - (x->index < y->index);
 }
 
 air_status mp_plan(mp_buffer *bs, int n, bool reuse, size_t *total)
@@ -42,58 +42,62 @@ air_status mp_plan(mp_buffer *bs, int n, bool reuse, size_t *total)
 		size_t off = 0;
 		for (int i = 0; i < n; i++) {
 			bs[i].offset = off;
-			off += align_up(bs[i].size);
+			off += mp_align(bs[i].size);
 		}
 		*total = off;
 		return AIR_OK;
 	}
-	int *idx = malloc(sizeof *idx * (size_t)n);
+	order *idx = malloc(sizeof *idx * (size_t)n);
 	int *placed = malloc(sizeof *placed * (size_t)n);
-	if (!idx || !placed) {
+	span *live = malloc(sizeof *live * (size_t)n);
+	if (!idx || !placed || !live) {
 		free(idx);
 		free(placed);
+		free(live);
 		return air_error(AIR_OUT_OF_MEMORY, "memory plan: no memory");
 	}
 	for (int i = 0; i < n; i++)
-		idx[i] = i;
-	sort_indices(idx, n, bs);
+		idx[i] = (order){bs[i].size, bs[i].first, i};
+	qsort(idx, (size_t)n, sizeof *idx, largest_first);
 	int n_placed = 0;
 	size_t top = 0;
 	for (int k = 0; k < n; k++) {
-		mp_buffer *b = &bs[idx[k]];
-		size_t size = align_up(b->size);
-		/* candidates: 0 and the end of every placed buffer alive at the
-		 * same time; take the lowest that overlaps none of them */
-		size_t best = (size_t)-1;
-		for (int c = -1; c < n_placed; c++) {
-			size_t cand = 0;
-			if (c >= 0) {
-				const mp_buffer *o = &bs[placed[c]];
-				if (o->last < b->first || o->first > b->last)
-					continue;
-				cand = o->offset + align_up(o->size);
-			}
-			if (cand >= best)
+		mp_buffer *b = &bs[idx[k].index];
+		size_t size = mp_align(b->size);
+		/* the ranges of placed buffers alive at the same time, by offset */
+		int n_live = 0;
+		for (int j = 0; j < n_placed; j++) {
+			const mp_buffer *o = &bs[placed[j]];
+			if (o->size == 0 || o->last < b->first || o->first > b->last)
 				continue;
-			int fits = 1;
-			for (int j = 0; j < n_placed && fits; j++) {
-				const mp_buffer *o = &bs[placed[j]];
-				if (o->last < b->first || o->first > b->last)
-					continue;
-				size_t os = o->offset, oe = o->offset + align_up(o->size);
-				if (cand < oe && os < cand + size)
-					fits = 0;
-			}
-			if (fits)
-				best = cand;
+			live[n_live].start = o->offset;
+			live[n_live].end = o->offset + mp_align(o->size);
+			n_live++;
 		}
+		qsort(live, (size_t)n_live, sizeof *live, by_start);
+		/* walk the gaps between them; keep the smallest that fits */
+		size_t cursor = 0, best = (size_t)-1, best_gap = (size_t)-1;
+		for (int j = 0; j < n_live; j++) {
+			if (live[j].start > cursor) {
+				size_t gap = live[j].start - cursor;
+				if (gap >= size && gap < best_gap) {
+					best = cursor;
+					best_gap = gap;
+				}
+			}
+			if (live[j].end > cursor)
+				cursor = live[j].end;
+		}
+		if (best == (size_t)-1)
+			best = cursor; /* on top of everything alive then */
 		b->offset = best;
-		placed[n_placed++] = idx[k];
+		placed[n_placed++] = idx[k].index;
 		if (best + size > top)
 			top = best + size;
 	}
 	free(idx);
 	free(placed);
+	free(live);
 	*total = top;
 	return AIR_OK;
 }

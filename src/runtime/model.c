@@ -34,6 +34,7 @@ void air_model_destroy(air_model *m)
 	free(m->pass_log);
 	rt_pool_destroy(m->own_pool);
 	air_graph_destroy(m->g);
+	air_graph_destroy(m->before);
 	free(m);
 }
 
@@ -146,6 +147,7 @@ static air_status rt_compile(const air_graph *graph, const air_compile_options *
 {
 	AIR_TRY(ir_graph_clone(graph, &m->g));
 	AIR_TRY(air_graph_verify(m->g));
+	AIR_TRY(rt_keep_graph_before(m)); /* for the report and DOT (runtime/dot.c) */
 	/* passes: each graph -> graph, verified after, each logging what it
 	 * changed for the report (passes/pipeline.c) */
 	pass_log log = {0};

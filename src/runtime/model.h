@@ -26,7 +26,24 @@ struct air_model {
 	bool *is_output;    /* per value: some graph output is exactly it */
 	char *report;
 	char *pass_log; /* what the passes changed */
+	air_graph *before; /* the graph before the passes, without constant data */
+	bool mem_static;   /* every size is a constant: mem is the plan */
+	air_memory_info mem; /* the plan at compile time (weights always) */
+	/* the first session's plan when sizes are symbolic: written once by
+	 * whichever session gets the state from 0 to 1, readable at 2 */
+	_Atomic int run_mem_state;
+	air_memory_info run_mem;
 };
+
+/* Keeps a copy of m->g without constant data as m->before (dot.c). */
+air_status rt_keep_graph_before(air_model *m);
+
+/* The memory plan of m when every size is a constant (session.c);
+ * inplace (n_steps entries, or NULL) gets each step's in-place input or -1. */
+air_status rt_static_memory(const air_model *m, air_memory_info *info, int *inplace);
+
+/* Weight and borrowed bytes of m (report.c). */
+void rt_weight_bytes(const air_model *m, size_t *weights, size_t *borrowed);
 
 /* Builds the model's report text. */
 air_status rt_model_report(air_model *m);

@@ -1,12 +1,19 @@
-/* report.c - the compile report: one line per step (op, kernel, output
- * type), then totals. */
+/* report.c - the compile report: ops before and after the passes, each
+ * pass's log, fused groups with their members, the kernel of every step,
+ * and the memory plan (activations planned vs without reuse, in-place steps,
+ * weight bytes the model holds). */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "kernels/cpu.h"
+#include "kernels/epilogue.h"
+#include "kernels/gemm.h"
+#include "kernels/linalg_fast.h"
+#include "kernels/ref/fused.h"
 #include "ops/op.h"
 #include "runtime/model.h"
 
@@ -45,28 +52,237 @@ static void add(sbuf *s, const char *fmt, ...)
 	}
 }
 
+/* The names of the fused program's opcodes (kernels/ref/fused.h order). */
+static const char *const KF_NAMES[] = {
+	"neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf", "relu", "gelu",
+	"gelu_tanh", "silu", "hardswish", "hardsigmoid", "reciprocal", "add", "sub", "rsub", "mul", "div",
+	"rdiv", "maximum", "minimum", "pow", "rpow",
+};
+_Static_assert(sizeof KF_NAMES / sizeof KF_NAMES[0] == KF_OPCODE_COUNT, "a name per fused opcode");
+
+/* k_act names (kernels/epilogue.h order) */
+static const char *const ACT_NAMES[] = {"none", "relu", "relu6", "gelu", "gelu_tanh", "silu",
+					"sigmoid", "tanh", "hardswish"};
+
+static const char *act_name(int64_t act)
+{
+	return act >= 0 && act < (int64_t)(sizeof ACT_NAMES / sizeof ACT_NAMES[0]) ? ACT_NAMES[act] : "act?";
+}
+
+/* "12.3 MiB" */
+static void add_bytes(sbuf *s, size_t n)
+{
+	if (n >= (size_t)1 << 30)
+		add(s, "%.2f GiB", (double)n / (1 << 30));
+	else if (n >= (size_t)1 << 20)
+		add(s, "%.2f MiB", (double)n / (1 << 20));
+	else if (n >= 1024)
+		add(s, "%.1f KiB", (double)n / 1024);
+	else
+		add(s, "%zu B", n);
+	add(s, " (%zu bytes)", n);
+}
+
+/* One line of per-op counts of g ("add x3, conv2d x2, relu"), ops in table
+ * order. */
+static void add_op_counts(sbuf *s, const air_graph *g, const char *label)
+{
+	int counts[OP_COUNT] = {0};
+	for (int k = 0; k < g->n_nodes; k++)
+		if (g->nodes[k].op >= 0 && g->nodes[k].op < OP_COUNT)
+			counts[g->nodes[k].op]++;
+	add(s, "%s: %d:", label, g->n_nodes);
+	const char *sep = " ";
+	for (int op = 0; op < OP_COUNT; op++) {
+		if (!counts[op])
+			continue;
+		add(s, "%s%s", sep, op_get(op)->name);
+		if (counts[op] > 1)
+			add(s, " x%d", counts[op]);
+		sep = ", ";
+	}
+	add(s, "\n");
+}
+
+static int attr_index(const op_def *def, const char *name)
+{
+	for (int a = 0; a < def->n_attrs; a++)
+		if (!strcmp(def->attrs[a].name, name))
+			return a;
+	return -1;
+}
+
+/* What a fused node does, or 0 if the node is not a fusion: the program of
+ * a fused_elementwise node, the epilogue of a conv/GEMM. */
+static int add_fused(sbuf *s, const ir_node *n)
+{
+	const op_def *def = op_get(n->op);
+	if (n->op == OP_fused_elementwise) {
+		const ir_attr *p = &n->attrs[0];
+		add(s, "fused_elementwise (%d ops):", p->n / 2);
+		for (int k = 0; k + 1 < p->n; k += 2) {
+			int64_t op = p->ints[k];
+			add(s, " %s", op >= 0 && op < KF_OPCODE_COUNT ? KF_NAMES[op] : "?");
+			if (op >= KF_ADD_S && op < KF_OPCODE_COUNT) {
+				uint32_t u = (uint32_t)p->ints[k + 1];
+				float f;
+				memcpy(&f, &u, 4);
+				add(s, "(%g)", f);
+			}
+		}
+		return 1;
+	}
+	int act = attr_index(def, "act"), res = attr_index(def, "has_residual");
+	bool has_act = act >= 0 && n->attrs[act].set && n->attrs[act].i != K_ACT_NONE;
+	bool has_res = res >= 0 && n->attrs[res].set && n->attrs[res].i != 0;
+	if (!has_act && !has_res)
+		return 0;
+	add(s, "%s epilogue:", def->name);
+	int bias = attr_index(def, "has_bias");
+	if (bias >= 0) {
+		int64_t b = n->attrs[bias].set ? n->attrs[bias].i : def->attrs[bias].def_i;
+		if (b < 0 ? n->n_in - (has_res ? 1 : 0) > 2 : b != 0)
+			add(s, " + bias");
+	}
+	if (has_res)
+		add(s, " + residual");
+	if (has_act)
+		add(s, " -> %s", act_name(n->attrs[act].i));
+	return 1;
+}
+
+/* Bytes of a kernel's prepared data, for the kernels known to prepare. */
+static size_t prepared_bytes(const rt_step *st)
+{
+	if (!st->prepared)
+		return 0;
+	if (st->kernel == &kfast_mm_packed || st->kernel == &kfast_addmm_packed || st->kernel == &kfast_linear_packed)
+		return kgemm_packed_b_bytes(st->prepared);
+	return 0;
+}
+
+void rt_weight_bytes(const air_model *m, size_t *weights, size_t *borrowed)
+{
+	*weights = *borrowed = 0;
+	for (int c = 0; c < m->g->n_consts; c++) {
+		const ir_constant *k = &m->g->consts[c];
+		if (k->owned)
+			*weights += k->nbytes;
+		else
+			*borrowed += k->nbytes;
+	}
+	for (int k = 0; k < m->n_steps; k++)
+		*weights += prepared_bytes(&m->steps[k]);
+}
+
+static void add_memory(sbuf *s, const air_memory_info *mem, bool at_compile)
+{
+	if (!mem->known) {
+		add(s, "memory: sizes are symbolic; each session plans its own (air_session_memory_info)\n");
+	} else {
+		add(s, "memory (%s):\n", at_compile ? "sizes known at compile time" : "sizes of the first run");
+		add(s, "  activations: %d values, %d step(s) in place\n", mem->buffers, mem->inplace);
+		add(s, "  arena planned: ");
+		add_bytes(s, mem->arena_bytes);
+		add(s, " + workspace ");
+		add_bytes(s, mem->workspace_bytes);
+		add(s, "\n  without reuse: ");
+		add_bytes(s, mem->no_reuse_bytes);
+		if (mem->no_reuse_bytes > 0)
+			add(s, ", planned is %.1f%% of it", 100.0 * (double)mem->arena_bytes / (double)mem->no_reuse_bytes);
+		add(s, "\n");
+	}
+	add(s, "  weights held by the model: ");
+	add_bytes(s, mem->weight_bytes);
+	add(s, "; borrowed: ");
+	add_bytes(s, mem->borrowed_bytes);
+	add(s, "\n");
+}
+
 air_status rt_model_report(air_model *m)
 {
 	sbuf s = {0};
 	const air_graph *g = m->g;
+	/* the memory plan first: the step lines mark in-place steps */
+	memset(&m->mem, 0, sizeof m->mem);
+	m->mem.size = sizeof m->mem;
+	rt_weight_bytes(m, &m->mem.weight_bytes, &m->mem.borrowed_bytes);
+	int *inplace = calloc((size_t)m->n_steps + 1, sizeof *inplace);
+	if (!inplace)
+		return air_error(AIR_OUT_OF_MEMORY, "report: no memory");
+	for (int k = 0; k < m->n_steps; k++)
+		inplace[k] = -1;
+	if (g->n_symbols == 0) {
+		air_memory_info mem;
+		air_status st = rt_static_memory(m, &mem, inplace);
+		if (st != AIR_OK) {
+			free(inplace);
+			return st;
+		}
+		m->mem = mem;
+		m->mem_static = true;
+	}
 	add(&s, "isa: %s, threads: %d\n", kcpu_isa_name(), rt_pool_size(m->pool));
 	add(&s, "inputs: %d, constants: %d, outputs: %d, steps: %d\n", g->n_inputs, g->n_consts, g->n_outputs,
 	    m->n_steps);
+	if (m->before)
+		add_op_counts(&s, m->before, "ops before passes");
+	add_op_counts(&s, g, "ops after passes");
+	if (m->pass_log) {
+		add(&s, "passes:\n");
+		for (const char *p = m->pass_log; *p;) {
+			const char *e = strchr(p, '\n');
+			int len = e ? (int)(e - p) : (int)strlen(p);
+			add(&s, "  %.*s\n", len, p);
+			p += len + (e != NULL);
+		}
+	}
+	int n_fused = 0;
+	for (int k = 0; k < m->n_steps; k++) {
+		const ir_node *n = &g->nodes[m->steps[k].node];
+		sbuf line = {0};
+		if (add_fused(&line, n)) {
+			if (!n_fused++)
+				add(&s, "fused groups:\n");
+			add(&s, "  step %d: %s\n", k, line.buf ? line.buf : "");
+		}
+		s.oom |= line.oom;
+		free(line.buf);
+	}
+	add(&s, "kernels per step:\n");
 	for (int k = 0; k < m->n_steps; k++) {
 		const rt_step *st = &m->steps[k];
 		const ir_node *n = &g->nodes[st->node];
 		char type[256];
 		ir_value_string(g, n->out[0], type, sizeof type);
-		add(&s, "  %4d %-14s %-20s %s\n", k, op_get(n->op)->name, st->alias ? "(alias)" : st->kernel->name,
+		add(&s, "  %4d %-18s %-24s %s", k, op_get(n->op)->name, st->alias ? "(alias)" : st->kernel->name,
 		    type);
+		if (inplace[k] >= 0)
+			add(&s, "  in place of input %d", inplace[k]);
+		add(&s, "\n");
 	}
-	if (m->pass_log)
-		add(&s, "%s", m->pass_log);
+	free(inplace);
+	add_memory(&s, &m->mem, true);
 	if (s.oom) {
 		free(s.buf);
 		return air_error(AIR_OUT_OF_MEMORY, "report: no memory");
 	}
 	free(m->report);
 	m->report = s.buf;
+	return AIR_OK;
+}
+
+air_status air_model_memory_info(const air_model *m, air_memory_info *info)
+{
+	if (!m || !info || info->size < sizeof *info)
+		return air_error(AIR_INVALID_ARGUMENT, "air_model_memory_info: bad argument (set info->size)");
+	if (m->mem_static) {
+		*info = m->mem;
+	} else if (atomic_load_explicit(&m->run_mem_state, memory_order_acquire) == 2) {
+		*info = m->run_mem;
+	} else {
+		*info = m->mem;
+		info->known = 0;
+	}
 	return AIR_OK;
 }

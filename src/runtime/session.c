@@ -1,11 +1,13 @@
 /* session.c - per-call state: bound inputs and outputs, shapes resolved for
  * the current input sizes (cached until they change), the arena laid out by
  * the memory plan, and the executor that runs every step in one call. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "ops/op.h"
+#include "plan/arena.h"
 #include "plan/memplan.h"
 #include "runtime/model.h"
 
@@ -26,6 +28,9 @@ struct air_session {
 	int64_t *attr_ints;  /* storage for resolved DIMS attributes */
 	size_t n_attr_ints;
 	int64_t *offsets;    /* per value: arena offset, or -1 */
+	int *inplace;        /* per step: the input its output is written over, or -1 */
+	size_t *value_bytes; /* per value, for the current shapes */
+	air_memory_info mem; /* the plan of the current shapes */
 	size_t ws_offset, ws_size;
 	void *arena;
 	size_t arena_bytes, arena_cap;
@@ -50,6 +55,8 @@ void air_session_destroy(air_session *s)
 	free(s->attrs);
 	free(s->attr_ints);
 	free(s->offsets);
+	free(s->inplace);
+	free(s->value_bytes);
 	free(s->arena);
 	free(s->tensors);
 	free(s->tensor_base);
@@ -83,6 +90,8 @@ air_status air_session_create(const air_model *m, air_session **out)
 	s->vals = calloc(nv, sizeof *s->vals);
 	s->attrs = calloc(nn * IR_MAX_ATTRS, sizeof *s->attrs);
 	s->offsets = calloc(nv, sizeof *s->offsets);
+	s->inplace = calloc((size_t)m->n_steps + 1, sizeof *s->inplace);
+	s->value_bytes = calloc(nv, sizeof *s->value_bytes);
 	s->tensor_base = calloc((size_t)m->n_steps + 1, sizeof *s->tensor_base);
 	size_t nt = 0;
 	for (int k = 0; k < m->n_steps; k++) {
@@ -95,7 +104,7 @@ air_status air_session_create(const air_model *m, air_session **out)
 	s->in_const = calloc(nt + 1, sizeof *s->in_const);
 	s->attr_ints = calloc(s->n_attr_ints + 1, sizeof *s->attr_ints);
 	if (!s->in_data || !s->in_rank || !s->in_dims || !s->in_set || !s->out_data || !s->out_bytes ||
-	    !s->out_set || !s->sym || !s->vals || !s->attrs || !s->offsets || !s->tensor_base || !s->tensors ||
+	    !s->out_set || !s->sym || !s->vals || !s->attrs || !s->offsets || !s->inplace || !s->value_bytes || !s->tensor_base || !s->tensors ||
 	    !s->in_const || !s->attr_ints) {
 		air_session_destroy(s);
 		return air_error(AIR_OUT_OF_MEMORY, "air_session_create: no memory");
@@ -184,7 +193,9 @@ static air_status bind_symbols(air_session *s)
 	return AIR_OK;
 }
 
-static air_status resolve(air_session *s)
+/* Resolves every shape and attribute for the bound input sizes and lays out
+ * the arena (offsets, workspace) without allocating it. */
+static air_status plan(air_session *s)
 {
 	const air_model *m = s->m;
 	const air_graph *g = m->g;
@@ -235,46 +246,12 @@ static air_status resolve(air_session *s)
 			}
 		}
 	}
-	/* lifetimes of arena buffers (node outputs that are their own root
-	 * and not graph outputs), in step numbers */
-	int nv = g->n_values;
-	int *buf_of = malloc(sizeof *buf_of * (size_t)(nv + 1));
-	mp_buffer *bufs = calloc((size_t)nv + 1, sizeof *bufs);
-	if (!buf_of || !bufs) {
-		free(buf_of);
-		free(bufs);
-		return air_error(AIR_OUT_OF_MEMORY, "session: no memory");
-	}
-	int nb = 0;
-	for (int v = 0; v < nv; v++) {
-		buf_of[v] = -1;
-		const ir_value *x = &g->values[v];
-		if (x->kind != IR_NODE_OUTPUT || m->root[v] != v || m->is_output[v])
-			continue;
-		buf_of[v] = nb;
-		bufs[nb].size = (size_t)s->vals[v].numel * air_dtype_size(x->dtype);
-		bufs[nb].first = bufs[nb].last = x->index;
-		nb++;
-	}
-	for (int k = 0; k < m->n_steps; k++) {
-		const ir_node *n = &g->nodes[m->steps[k].node];
-		for (int i = 0; i < n->n_in; i++) {
-			int b = buf_of[m->root[n->in[i]]];
-			if (b >= 0 && bufs[b].last < k)
-				bufs[b].last = k;
-		}
-		/* an alias keeps its root alive as long as the alias is used:
-		 * handled because uses of the alias map to the same root */
-	}
-	size_t total = 0;
-	air_status st = mp_plan(bufs, nb, !(m->flags & AIR_COMPILE_NO_MEMORY_REUSE), &total);
-	if (st == AIR_OK) {
-		for (int v = 0; v < nv; v++)
-			s->offsets[v] = buf_of[v] >= 0 ? (int64_t)bufs[buf_of[v]].offset : -1;
-	}
-	free(buf_of);
-	free(bufs);
-	AIR_TRY(st);
+	/* the arena: lifetimes, in-place steps and offsets (plan/arena.c) */
+	for (int v = 0; v < g->n_values; v++)
+		s->value_bytes[v] = (size_t)s->vals[v].numel * air_dtype_size(g->values[v].dtype);
+	mp_arena ar = {s->offsets, s->inplace, 0, 0, 0, 0};
+	AIR_TRY(mp_plan_model(m, s->value_bytes, !(m->flags & AIR_COMPILE_NO_MEMORY_REUSE), &ar));
+	size_t total = ar.bytes;
 	/* one workspace region shared by all steps: they run one at a time */
 	size_t ws = 0;
 	int nthreads = rt_pool_size(m->pool);
@@ -294,9 +271,19 @@ static air_status resolve(air_session *s)
 		if (w > ws)
 			ws = w;
 	}
-	s->ws_offset = (total + MP_ALIGN - 1) / MP_ALIGN * MP_ALIGN;
+	s->ws_offset = mp_align(total);
 	s->ws_size = ws;
-	size_t need = s->ws_offset + ws;
+	s->mem = (air_memory_info){sizeof s->mem, 1, ar.n_buffers, ar.n_inplace, total, ws,
+				   ar.no_reuse_bytes, m->mem.weight_bytes, m->mem.borrowed_bytes};
+	return AIR_OK;
+}
+
+/* Plans (shapes, arena layout, workspace) and allocates the arena. */
+static air_status resolve(air_session *s)
+{
+	const air_model *m = s->m;
+	AIR_TRY(plan(s));
+	size_t need = s->ws_offset + s->ws_size;
 	if (need > s->arena_cap) {
 		free(s->arena);
 		s->arena = NULL;
@@ -309,6 +296,49 @@ static air_status resolve(air_session *s)
 	}
 	s->arena_bytes = need;
 	s->resolved = true;
+	/* with symbolic sizes the model's report has no plan: the first
+	 * session to get here lends it its own (the model stays shareable:
+	 * written once, read only after the release store) */
+	if (!m->mem_static) {
+		air_model *mm = (air_model *)m;
+		int expected = 0;
+		if (atomic_compare_exchange_strong(&mm->run_mem_state, &expected, 1)) {
+			mm->run_mem = s->mem;
+			atomic_store_explicit(&mm->run_mem_state, 2, memory_order_release);
+		}
+	}
+	return AIR_OK;
+}
+
+air_status rt_static_memory(const air_model *m, air_memory_info *info, int *inplace)
+{
+	const air_graph *g = m->g;
+	air_session *s;
+	AIR_TRY(air_session_create(m, &s));
+	for (int i = 0; i < s->n_in; i++) {
+		const ir_value *v = &g->values[g->inputs[i]];
+		for (int d = 0; d < v->rank; d++)
+			s->in_dims[i][d] = v->dims[d];
+		s->in_rank[i] = v->rank;
+		s->in_set[i] = true;
+	}
+	air_status st = plan(s);
+	if (st == AIR_OK) {
+		*info = s->mem;
+		if (inplace)
+			memcpy(inplace, s->inplace, sizeof *inplace * (size_t)m->n_steps);
+	}
+	air_session_destroy(s);
+	return st;
+}
+
+air_status air_session_memory_info(const air_session *s, air_memory_info *info)
+{
+	if (!s || !info || info->size < sizeof *info)
+		return air_error(AIR_INVALID_ARGUMENT, "air_session_memory_info: bad argument (set info->size)");
+	if (!s->resolved)
+		return air_error(AIR_INVALID_STATE, "air_session_memory_info: no sizes planned yet (run first)");
+	*info = s->mem;
 	return AIR_OK;
 }
 

@@ -1,0 +1,57 @@
+/* inplace.c - which kernels may write their output over one of their inputs.
+ * A kernel is listed here only after reading it: every loop reads element i
+ * of the shared input before it writes element i of the output, never reads
+ * ahead of what it has written, and never reads it again after. */
+#include <string.h>
+
+#include "kernels/linalg_fast.h"
+#include "ops/op.h"
+#include "plan/arena.h"
+
+/* The reference kernels of the elementwise ops (kernels/ref/elementwise.c):
+ * unary loops are y[i] = f(x[i]); binary and where loops read a[i], b[i]
+ * (and cond[i]) before writing y[i] at the same row offset, which an input
+ * of the output's size has (no broadcast: its strides are the output's).
+ * Not cast: between equal dtypes it is a memcpy, which must not overlap.
+ * fused_elementwise's tile interpreter (kernels/ref/fused.c) reads the input
+ * tile once, into the output tile, then works on the output tile. */
+static bool elementwise_ref(const op_def *def, const rt_step *st, int op)
+{
+	return (def->flags & OPF_ELEMENTWISE) && st->kernel == &def->ref && op != OP_cast;
+}
+
+/* The index of a node's residual input (conv2d/linear with has_residual:
+ * the last input), or -1. Found by attribute name, so the op schemas may
+ * grow. */
+static int residual_input(const ir_node *n, const op_def *def)
+{
+	for (int a = 0; a < def->n_attrs; a++)
+		if (!strcmp(def->attrs[a].name, "has_residual"))
+			return n->attrs[a].set && n->attrs[a].i ? n->n_in - 1 : -1;
+	return -1;
+}
+
+/* Kernels whose residual goes through the GEMM epilogue (kernels/gemm.c),
+ * which folds it into C on the first K block, tile by tile, reading each
+ * tile of the residual before writing the same tile of C: so it may alias C
+ * exactly (same pointer and row stride, as these kernels pass it). Not
+ * here: the reference conv2d and linear kernels and the depthwise kernel,
+ * which write y first and add the residual after. */
+static const k_kernel *const residual_in_place[] = {&kfast_linear_packed, &kfast_linear, &kfast_conv2d_1x1,
+						    &kfast_conv2d_im2col, NULL};
+
+bool mp_inplace_allowed(const air_model *m, int k, int i)
+{
+	const rt_step *st = &m->steps[k];
+	if (st->alias)
+		return false;
+	const ir_node *n = &m->g->nodes[st->node];
+	const op_def *def = op_get(n->op);
+	if (elementwise_ref(def, st, n->op))
+		return true;
+	if (i >= 0 && i == residual_input(n, def))
+		for (const k_kernel *const *kk = residual_in_place; *kk; kk++)
+			if (*kk == st->kernel)
+				return true;
+	return false;
+}

@@ -1,0 +1,145 @@
+/* dot.c - the model's graph as Graphviz DOT text, before or after the
+ * passes: a node per graph input, constant and op, an edge per use, and the
+ * graph outputs. After the passes each op shows its kernel, and steps that
+ * run in place (when the plan is known at compile time) are filled. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/op.h"
+#include "runtime/model.h"
+
+air_status rt_keep_graph_before(air_model *m)
+{
+	/* a shallow copy whose constants have no data, so the clone copies
+	 * shapes only: the report and DOT need no weights */
+	air_graph shallow = *m->g;
+	ir_constant *consts = calloc((size_t)m->g->n_consts + 1, sizeof *consts);
+	if (!consts)
+		return air_error(AIR_OUT_OF_MEMORY, "compile: no memory");
+	for (int c = 0; c < m->g->n_consts; c++) {
+		consts[c] = m->g->consts[c];
+		consts[c].data = NULL;
+		consts[c].owned = NULL;
+	}
+	shallow.consts = consts;
+	air_status st = ir_graph_clone(&shallow, &m->before);
+	free(consts);
+	return st;
+}
+
+typedef struct {
+	char *buf;
+	size_t size, len; /* len counts what did not fit too */
+} out_t;
+
+static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(out_t *o, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	size_t room = o->len < o->size ? o->size - o->len : 0;
+	int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->len += (size_t)n;
+}
+
+/* A value's name as DOT node id: its producer for node outputs. */
+static void put_source(out_t *o, const air_graph *g, air_value v)
+{
+	const ir_value *x = &g->values[v];
+	switch (x->kind) {
+	case IR_INPUT: put(o, "in%d", x->index); break;
+	case IR_CONSTANT: put(o, "c%d", x->index); break;
+	default: put(o, "n%d", x->index); break;
+	}
+}
+
+/* A value's type as a label fragment; types never hold quotes. */
+static void put_type(out_t *o, const air_graph *g, air_value v)
+{
+	char type[256];
+	ir_value_string(g, v, type, sizeof type);
+	put(o, "%s", type);
+}
+
+static void put_graph(out_t *o, const air_model *m, const air_graph *g, bool after, const int *inplace)
+{
+	put(o, "digraph \"air %s passes\" {\n", after ? "after" : "before");
+	put(o, "  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n"
+	       "  edge [fontname=\"Helvetica\", fontsize=9];\n");
+	for (int i = 0; i < g->n_inputs; i++) {
+		put(o, "  in%d [shape=ellipse, label=\"input %d\\n", i, i);
+		put_type(o, g, g->inputs[i]);
+		put(o, "\"];\n");
+	}
+	for (int c = 0; c < g->n_consts; c++) {
+		put(o, "  c%d [shape=box, style=\"rounded,dashed\", color=gray50, fontcolor=gray30, label=\"", c);
+		put_type(o, g, g->consts[c].value);
+		put(o, "\"];\n");
+	}
+	for (int k = 0; k < g->n_nodes; k++) {
+		const ir_node *n = &g->nodes[k];
+		put(o, "  n%d [shape=box, label=\"%s", k, op_get(n->op)->name);
+		if (after && k < m->n_steps) {
+			const rt_step *st = &m->steps[k];
+			put(o, "\\n%s", st->alias ? "(alias)" : st->kernel->name);
+		}
+		put(o, "\\n");
+		put_type(o, g, n->out[0]);
+		if (inplace && inplace[k] >= 0)
+			put(o, "\\nin place of input %d\", style=filled, fillcolor=\"#cfe3ff", inplace[k]);
+		put(o, "\"];\n");
+		for (int i = 0; i < n->n_in; i++) {
+			put(o, "  ");
+			put_source(o, g, n->in[i]);
+			put(o, " -> n%d", k);
+			if (inplace && inplace[k] == i)
+				put(o, " [style=bold, color=\"#2060c0\"]");
+			put(o, ";\n");
+		}
+	}
+	for (int i = 0; i < g->n_outputs; i++) {
+		put(o, "  out%d [shape=ellipse, peripheries=2, label=\"output %d\"];\n  ", i, i);
+		put_source(o, g, g->outputs[i]);
+		put(o, " -> out%d;\n", i);
+	}
+	put(o, "}\n");
+}
+
+air_status air_model_dot(const air_model *m, int which, char *buf, size_t size, size_t *length)
+{
+	if (length)
+		*length = 0;
+	if (buf && size)
+		buf[0] = '\0';
+	if (!m || !length || (size && !buf))
+		return air_error(AIR_INVALID_ARGUMENT, "air_model_dot: bad argument");
+	if (which != AIR_DOT_BEFORE_PASSES && which != AIR_DOT_AFTER_PASSES)
+		return air_error(AIR_INVALID_ARGUMENT, "air_model_dot: which is %d, not AIR_DOT_BEFORE_PASSES or "
+						       "AIR_DOT_AFTER_PASSES", which);
+	bool after = which == AIR_DOT_AFTER_PASSES;
+	const air_graph *g = after ? m->g : m->before;
+	if (!g)
+		return air_error(AIR_INVALID_STATE, "air_model_dot: the model kept no graph before the passes");
+	int *inplace = NULL;
+	if (after && m->mem_static) {
+		inplace = malloc(sizeof *inplace * ((size_t)m->n_steps + 1));
+		air_memory_info mem;
+		if (!inplace)
+			return air_error(AIR_OUT_OF_MEMORY, "air_model_dot: no memory");
+		air_status st = rt_static_memory(m, &mem, inplace);
+		if (st != AIR_OK) {
+			free(inplace);
+			return st;
+		}
+	}
+	out_t o = {buf, size, 0};
+	put_graph(&o, m, g, after, inplace);
+	free(inplace);
+	*length = o.len;
+	return AIR_OK;
+}
