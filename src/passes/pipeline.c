@@ -22,13 +22,16 @@ static air_status run_fuse_elementwise(air_graph *g, const pass_options *po, pas
 /* passes/simplify.c */
 air_status pass_simplify(air_graph *g, const pass_options *po, pass_log *log);
 
+/* passes/fuse_attention.c */
+air_status pass_fuse_attention(air_graph *g, const pass_options *po, pass_log *log);
+
 /* passes/layout.c */
 air_status pass_layout(air_graph *g, const pass_options *po, pass_log *log);
 
 static const pass_row PIPELINE[] = {
 	{AIR_PASS_SIMPLIFY, "simplify", false, pass_simplify},
 	{AIR_PASS_FOLD_BATCHNORM, "fold_batchnorm", false, NULL},
-	{AIR_PASS_FUSE_ATTENTION, "fuse_attention", true, NULL},
+	{AIR_PASS_FUSE_ATTENTION, "fuse_attention", true, pass_fuse_attention},
 	{AIR_PASS_FUSE_EPILOGUE, "fuse_epilogue", true, NULL},
 	{AIR_PASS_FUSE_ELEMENTWISE, "fuse_elementwise", true, run_fuse_elementwise},
 	{AIR_PASS_LAYOUT, "layout", false, pass_layout},
