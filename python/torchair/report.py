@@ -1,10 +1,16 @@
 """``torchair.explain``: compile a model and say what happened: the
-subgraphs run in C, the ops in each, and every op left to eager with why."""
+subgraphs run in C, the ops in each, and every op left to eager with why;
+each compiled subgraph's memory plan, and its graph before and after the
+passes as Graphviz DOT (and SVG where Graphviz's ``dot`` is installed)."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterable
 
 import torch
 
@@ -33,6 +39,18 @@ class ExplainReport:
     def total_ops(self) -> int:
         return sum(g.total_ops for g in self.graphs)
 
+    def memory(self) -> list[dict[str, Any]]:
+        """The memory plan of every compiled subgraph (see ``subgraph_memory``)."""
+        return [subgraph_memory(s) for g in self.graphs for s in g.subgraphs if s.compiled and s.model is not None]
+
+    def memory_summary(self) -> str:
+        return memory_summary(self.graphs)
+
+    def write_graphs(self, directory: str | Path, svg: bool | None = None) -> list[Path]:
+        """Writes every compiled subgraph's graph before and after the passes
+        as DOT files into directory (see ``write_graphs``)."""
+        return write_graphs(self.graphs, directory, svg=svg)
+
     def __str__(self) -> str:
         return "\n".join(str(g) for g in self.graphs) or "no graph was compiled"
 
@@ -52,3 +70,85 @@ def explain(model: Any, *inputs: Any, options: dict[str, Any] | None = None, **k
     with torch.set_grad_enabled(training and torch.is_grad_enabled()):
         compiled(*inputs)
     return ExplainReport(recorder)
+
+
+def subgraph_memory(sub: Any) -> dict[str, Any]:
+    """A compiled subgraph's memory plan, from libair: ``arena_bytes`` (the
+    planned peak of intermediate values), ``no_reuse_bytes`` (every value in
+    its own buffer), ``inplace`` (steps writing over a dead input),
+    ``buffers``, ``workspace_bytes``, ``weight_bytes`` (constants the model
+    holds: its copies and packed weights), ``borrowed_bytes``; ``known`` is
+    False for symbolic sizes before the first run. Sizes are the last run's,
+    else those known at compile time."""
+    info = dict(sub.model.memory())
+    info["name"] = str(sub.name)
+    return info
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.2f} MiB"
+
+
+def memory_summary(graphs: Iterable[Any]) -> str:
+    """One line per compiled subgraph: planned arena vs no reuse, in-place
+    steps and weight bytes."""
+    lines = []
+    for g in graphs:
+        for sub in g.subgraphs:
+            if not sub.compiled or sub.model is None:
+                continue
+            m = subgraph_memory(sub)
+            head = f"{g.graph} {m['name']}:"
+            if not m["known"]:
+                lines.append(f"{head} sizes are symbolic and it has not run yet; weights {_mib(m['weight_bytes'])}")
+                continue
+            saved = 1 - m["arena_bytes"] / m["no_reuse_bytes"] if m["no_reuse_bytes"] else 0.0
+            lines.append(
+                f"{head} arena {_mib(m['arena_bytes'])} planned vs {_mib(m['no_reuse_bytes'])} without reuse "
+                f"({saved:.0%} saved), {m['inplace']} step(s) in place of {m['buffers']} values, "
+                f"workspace {_mib(m['workspace_bytes'])}, weights held {_mib(m['weight_bytes'])}"
+            )
+    return "\n".join(lines) or "no compiled subgraph"
+
+
+def has_graphviz() -> bool:
+    """Is Graphviz's ``dot`` on PATH (needed for SVG only)?"""
+    return shutil.which("dot") is not None
+
+
+def dot_to_svg(dot_path: str | Path) -> Path:
+    """Renders a DOT file to SVG beside it with Graphviz's ``dot``."""
+    dot_path = Path(dot_path)
+    svg = dot_path.with_suffix(".svg")
+    exe = shutil.which("dot")
+    if exe is None:
+        raise RuntimeError("Graphviz's dot is not on PATH (apt-get install graphviz)")
+    subprocess.run([exe, "-Tsvg", str(dot_path), "-o", str(svg)], check=True, capture_output=True, timeout=300)
+    return svg
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "graph"
+
+
+def write_graphs(graphs: Iterable[Any], directory: str | Path, svg: bool | None = None) -> list[Path]:
+    """For every compiled subgraph of the compile reports in graphs, writes
+    ``<graph>_<subgraph>_before.dot`` and ``..._after.dot`` (the graph as
+    lowered and the graph that runs, with kernels and in-place steps) into
+    directory; with svg True also an SVG of each (svg None: when Graphviz's
+    ``dot`` is installed). Returns the paths written."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    render = has_graphviz() if svg is None else svg
+    written: list[Path] = []
+    for g in graphs:
+        for sub in g.subgraphs:
+            if not sub.compiled or sub.model is None:
+                continue
+            for before in (True, False):
+                path = out / f"{_safe(g.graph)}_{_safe(str(sub.name))}_{'before' if before else 'after'}.dot"
+                path.write_text(sub.model.dot(before=before))
+                written.append(path)
+                if render:
+                    written.append(dot_to_svg(path))
+    return written

@@ -532,11 +532,53 @@ static PyObject *Model_output_info(ModelObject *self, PyObject *args)
 	return d ? Py_BuildValue("(iN)", (int)dt, d) : NULL;
 }
 
+static PyObject *Model_dot(ModelObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"before", NULL};
+	int before = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|p", kwlist, &before))
+		return NULL;
+	int which = before ? AIR_DOT_BEFORE_PASSES : AIR_DOT_AFTER_PASSES;
+	size_t len = 0;
+	air_status st = air_model_dot(self->m, which, NULL, 0, &len);
+	if (st != AIR_OK)
+		return raise_status(st);
+	char *buf = PyMem_Malloc(len + 1);
+	if (!buf)
+		return PyErr_NoMemory();
+	st = air_model_dot(self->m, which, buf, len + 1, &len);
+	PyObject *r = st == AIR_OK ? PyUnicode_FromStringAndSize(buf, (Py_ssize_t)len) : raise_status(st);
+	PyMem_Free(buf);
+	return r;
+}
+
+/* The plan of the last run's sizes, else the model's (compile time, or the
+ * first run's); "known" is False when the sizes are symbolic and nothing ran. */
+static PyObject *Model_memory(ModelObject *self, PyObject *unused)
+{
+	air_memory_info i = {.size = sizeof i};
+	if (!self->cached || air_session_memory_info(self->cached, &i) != AIR_OK) {
+		i.size = sizeof i;
+		air_status st = air_model_memory_info(self->m, &i);
+		if (st != AIR_OK)
+			return raise_status(st);
+	}
+	return Py_BuildValue("{s:O,s:i,s:i,s:n,s:n,s:n,s:n,s:n}", "known", i.known ? Py_True : Py_False, "buffers",
+			     i.buffers, "inplace", i.inplace, "arena_bytes", (Py_ssize_t)i.arena_bytes,
+			     "workspace_bytes", (Py_ssize_t)i.workspace_bytes, "no_reuse_bytes",
+			     (Py_ssize_t)i.no_reuse_bytes, "weight_bytes", (Py_ssize_t)i.weight_bytes,
+			     "borrowed_bytes", (Py_ssize_t)i.borrowed_bytes);
+}
+
 static PyMethodDef Model_methods[] = {
 	{"run", (PyCFunction)Model_run, METH_VARARGS, "run(tensors) -> list of tensors: the whole graph, one call"},
 	{"report", (PyCFunction)Model_report, METH_NOARGS, "the compile report"},
 	{"arena_bytes", (PyCFunction)Model_arena_bytes, METH_NOARGS, "arena bytes of the last run's session"},
 	{"output_info", (PyCFunction)Model_output_info, METH_VARARGS, "output_info(i) -> (dtype, dims)"},
+	{"dot", (PyCFunction)(void (*)(void))Model_dot, METH_VARARGS | METH_KEYWORDS,
+	 "dot(before=False) -> str: Graphviz DOT of the graph before or after the passes"},
+	{"memory", (PyCFunction)Model_memory, METH_NOARGS,
+	 "memory() -> dict: the memory plan (last run's sizes, else the model's) and weight bytes"},
 	{NULL, NULL, 0, NULL},
 };
 
