@@ -19,10 +19,117 @@ from torchair.decompositions import torchair_decompositions
 _Recorder = list[CompileReport]
 
 
-def _aten_compiler(config: CompilerConfig, kind: str, recorder: _Recorder | None) -> Callable[..., Any]:
+def _frozen_candidates(gm: GraphModule, example_inputs: list[Any]) -> dict[int, torch.Tensor]:
+    """The dynamo graph's inputs that are parameters or buffers of the
+    module: {input position: the real tensor}. With inline_inbuilt_nn_modules
+    (always on in torch 2.13) dynamo passes them as inputs; its placeholder's
+    grapharg names where each came from. Tensors the caller passes in are not
+    candidates, even if they are Parameters."""
+    from torch._dynamo.source import ParamBufferSource, is_from_unspecialized_param_buffer_source
+
+    def from_module(source: Any) -> bool:
+        while source is not None:
+            if isinstance(source, ParamBufferSource):
+                return True
+            source = getattr(source, "base", None)
+        return False
+
+    out: dict[int, torch.Tensor] = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        return out
+    for i, (node, value) in enumerate(zip(placeholders, example_inputs)):
+        if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.device.type != "cpu" or value.is_inference():
+            # subclasses (fakes, wrappers), other devices and inference
+            # tensors (no version counter to guard) stay inputs
+            continue
+        grapharg = node.meta.get("grapharg")
+        source = getattr(grapharg, "source", None)
+        if source is not None:
+            if is_from_unspecialized_param_buffer_source(source) or from_module(source):
+                out[i] = value
+        elif isinstance(value, torch.nn.Parameter):
+            out[i] = value
+    return out
+
+
+def _running_stats(gm: GraphModule, positions: Any) -> set[int]:
+    """Which of these inputs are batch-norm running statistics (buffers named
+    running_mean / running_var). A training-mode batch norm updates them in
+    place without bumping their version counter, so the freezing guard
+    compares their contents too."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    out = set()
+    for i in positions:
+        source = getattr(placeholders[i].meta.get("grapharg"), "source", None)
+        name = getattr(source, "index", None)
+        if not isinstance(name, str):
+            name = getattr(source, "member", None)
+        if name in ("running_mean", "running_var"):
+            out.add(i)
+    return out
+
+
+def _map_to_aot(
+    gm: GraphModule, example_inputs: list[Any], candidates: dict[int, torch.Tensor], n_dynamo: int
+) -> tuple[dict[int, torch.Tensor], str]:
+    """Maps the dynamo-level candidates onto the aot (ATen) graph's
+    placeholders. aot_autograd keeps dynamo's flat inputs in order for an
+    inference graph unless it adds (effect tokens) or merges (duplicate or
+    aliased inputs) some; then the mapping is not provably exact and nothing is
+    frozen. Inputs the graph mutates, or that an output aliases, stay inputs.
+    Every candidate's shape, stride and dtype must match the aot example."""
+    from torch._guards import TracingContext
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != n_dynamo or len(example_inputs) != n_dynamo:
+        return {}, f"off (aot_autograd changed the graph inputs: {n_dynamo} -> {len(placeholders)})"
+    ctx = TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    if meta is None:
+        return {}, "off (no aot_autograd metadata to map parameters to graph inputs)"
+    if len(meta.input_info) != n_dynamo:
+        return {}, "off (aot_autograd metadata does not match the graph inputs)"
+    static = set(meta.static_input_indices or ())
+    keep = {o.base_idx for o in meta.output_info if getattr(o, "base_idx", None) is not None}
+    out: dict[int, torch.Tensor] = {}
+    for i, real in candidates.items():
+        info = meta.input_info[i]
+        if info.mutates_data or info.mutates_metadata or i in keep:
+            continue
+        fake = example_inputs[i]
+        if isinstance(fake, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in (*fake.shape, *fake.stride())):
+            continue  # a parameter with symbolic sizes stays an input
+        if (
+            i not in static
+            or not isinstance(fake, torch.Tensor)
+            or (tuple(fake.shape), tuple(fake.stride()), fake.dtype) != (tuple(real.shape), tuple(real.stride()), real.dtype)
+        ):
+            return {}, f"off (graph input {i} does not match the parameter it should be)"
+        out[i] = real
+    if not out:
+        return {}, "off (no parameter or buffer among the graph inputs)"
+    return out, "on"
+
+
+def _aten_compiler(
+    config: CompilerConfig,
+    kind: str,
+    recorder: _Recorder | None,
+    candidates: dict[int, torch.Tensor] | None = None,
+    n_dynamo: int = 0,
+    stats: set[int] = frozenset(),
+) -> Callable[..., Any]:
     def compile_aten(gm: GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         from functorch.compile import make_boxed_func
 
+        if config.freezing is False:
+            gm.meta["torchair_freeze"] = ({}, "off (freezing=False)", set())
+        elif kind != "inference":
+            gm.meta["torchair_freeze"] = ({}, "off (the graph needs gradients: training)", set())
+        else:
+            frozen, note = _map_to_aot(gm, example_inputs, candidates or {}, n_dynamo)
+            gm.meta["torchair_freeze"] = (frozen, note, {i for i in stats if i in frozen})
         compiled, report = compile_graph(gm, config, kind)
         if recorder is not None:
             recorder.append(report)
@@ -53,10 +160,13 @@ def _backend(gm: GraphModule, example_inputs: list[Any], config: CompilerConfig,
         raise NotBuiltError(
             2, "unsupported", "the graph has symbolic shapes but enable_dynamic_shape=False; compile with dynamic=False"
         )
+    candidates = _frozen_candidates(gm, example_inputs) if config.freezing is not False else {}
     return aot_autograd(
         fw_compiler=_aten_compiler(config, "forward", recorder),
         bw_compiler=_aten_compiler(config, "backward", recorder),
-        inference_compiler=_aten_compiler(config, "inference", recorder),
+        inference_compiler=_aten_compiler(
+            config, "inference", recorder, candidates, len(example_inputs), _running_stats(gm, candidates)
+        ),
         decompositions=torchair_decompositions(),
         keep_inference_input_mutations=True,
     )(gm, example_inputs)

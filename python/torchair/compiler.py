@@ -63,6 +63,16 @@ class CompileReport:
     subgraphs: list[SubgraphReport] = field(default_factory=list)
     fallbacks: list[tuple[str, str, str]] = field(default_factory=list)  # (node, op, reason)
     total_ops: int = 0
+    freezing: str = "off"  # "on", or "off (why)"
+    frozen_tensors: int = 0  # parameters/buffers lowered as constants
+    frozen_bytes: int = 0
+    calls: int = 0  # calls of a frozen graph (counted by its guard)
+    rebuild_calls: list[int] = field(default_factory=list)  # the calls (1-based) that rebuilt subgraphs
+    rebuilt_subgraphs: int = 0
+
+    @property
+    def rebuilds(self) -> int:
+        return len(self.rebuild_calls)
 
     @property
     def compiled_ops(self) -> int:
@@ -74,6 +84,22 @@ class CompileReport:
             f"{self.compiled_ops} in {sum(s.compiled for s in self.subgraphs)} compiled subgraph(s), "
             f"{len(self.fallbacks)} fallback op(s)"
         ]
+        if self.freezing == "on":
+            line = (
+                f"  freezing: on: {self.frozen_tensors} parameter/buffer tensor(s), "
+                f"{self.frozen_bytes} bytes ({self.frozen_bytes / 2**20:.1f} MiB) frozen as constants; "
+            )
+            if self.rebuild_calls:
+                shown = ", ".join(str(c) for c in self.rebuild_calls[:8]) + (", ..." if self.rebuilds > 8 else "")
+                line += (
+                    f"{self.rebuilds} rebuild(s) of {self.rebuilt_subgraphs} subgraph(s) after a frozen tensor "
+                    f"changed (at call {shown} of {self.calls})"
+                )
+            else:
+                line += f"no rebuild ({self.calls} call(s))"
+            lines.append(line)
+        else:
+            lines.append(f"  freezing: {self.freezing}; parameters and buffers are graph inputs")
         for s in self.subgraphs:
             status = "compiled" if s.compiled else f"eager ({s.reason})"
             counts: dict[str, int] = {}
@@ -159,13 +185,18 @@ def _compile_flags(config: CompilerConfig) -> int:
 
 
 class AirSubgraph:
-    """Runs one compiled subgraph: one C call. Replaces a fused submodule."""
+    """Runs one compiled subgraph: one C call. Replaces a fused submodule.
+    Arguments that are frozen (lowered as constants) or SymInts are dropped:
+    tensor_args lists the positions passed to C."""
 
-    def __init__(self, model: Any, tensor_args: list[int] | None, single: bool, report: str) -> None:
+    def __init__(
+        self, model: Any, tensor_args: list[int] | None, single: bool, report: str, frozen: list[Node] | None = None
+    ) -> None:
         self.model = model
         self.tensor_args = tensor_args
         self.single = single
         self.air_report = report
+        self.frozen = frozen or []  # the outer placeholders this subgraph holds as constants
 
     def __call__(self, *args: Any) -> Any:
         if self.tensor_args is not None:
@@ -174,18 +205,27 @@ class AirSubgraph:
         return outs[0] if self.single else tuple(outs)
 
 
-def lower_subgraph(sub: GraphModule, arg_nodes: Sequence[Any], config: CompilerConfig) -> AirSubgraph:
+def lower_subgraph(
+    sub: GraphModule, arg_nodes: Sequence[Any], config: CompilerConfig, frozen: dict[Node, torch.Tensor] | None = None
+) -> AirSubgraph:
     """Lowers a fused submodule; arg_nodes are the outer graph's arguments
-    (whose meta gives the types of the submodule's placeholders)."""
+    (whose meta gives the types of the submodule's placeholders). An argument
+    in frozen is lowered as a borrowed constant (no copy) of the given tensor
+    instead of an input."""
     L = Lowerer()
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     tensor_args: list[int] = []
     in_dtypes: list[torch.dtype] = []
+    frozen_used: list[Node] = []
     # first pass binds symbols from every tensor input, so that a SymInt
     # placeholder can be expressed whatever the argument order
     for i, (ph, outer) in enumerate(zip(placeholders, arg_nodes)):
         val = meta(outer)
-        if isinstance(val, torch.Tensor):
+        if frozen and outer in frozen:
+            ph.meta["val"] = val
+            L.env[ph] = L.add_constant(frozen[outer])
+            frozen_used.append(outer)
+        elif isinstance(val, torch.Tensor):
             ph.meta["val"] = val
             L.add_input(ph)
             tensor_args.append(i)
@@ -220,15 +260,105 @@ def lower_subgraph(sub: GraphModule, arg_nodes: Sequence[Any], config: CompilerC
         fusion_threshold=config.fusion_threshold or 0,
     )
     all_tensors = len(tensor_args) == len(placeholders)
-    return AirSubgraph(model, None if all_tensors else tensor_args, single, model.report())
+    return AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used)
 
 
 def _empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     return torch.empty(shape, dtype=dtype)
 
 
-def compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str = "forward") -> tuple[GraphModule, CompileReport]:
-    """Partitions gm, compiles the supported parts, returns the new module."""
+# Set to False only to show that the freezing tests catch stale constants.
+FREEZING_GUARD = True
+
+
+class FrozenGraph:
+    """A compiled graph some of whose arguments (parameters and buffers) are
+    compiled into its subgraphs as constants. The caller still passes every
+    argument; each call first checks, for every frozen argument, that it is
+    the same tensor object with the same version counter and data pointer as
+    when it was frozen. If one differs (updated in place, replaced,
+    load_state_dict, ``.data =``), the subgraphs that hold it are rebuilt
+    from the tensors passed before running, so results are never stale."""
+
+    def __init__(self, gm: GraphModule, report: CompileReport, frozen: dict[int, torch.Tensor],
+                 subgraphs: list[tuple[AirSubgraph, SubgraphReport, GraphModule, tuple[Any, ...]]],
+                 config: CompilerConfig, by_content: set[int] = frozenset()) -> None:
+        self.gm = gm
+        self.report = report
+        self.config = config
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self._pos = {placeholders[i]: i for i in frozen}
+        self._subgraphs = subgraphs
+        self._users: dict[int, list[int]] = {}  # argument position -> subgraphs holding it
+        for k, (air, _, _, _) in enumerate(subgraphs):
+            for node in air.frozen:
+                self._users.setdefault(self._pos[node], []).append(k)
+        self._entries = [(i, frozen[i], frozen[i]._version, frozen[i].data_ptr()) for i in sorted(self._users)]
+        # tensors written without a version bump (batch-norm running stats):
+        # their bytes are compared with a snapshot
+        self._by_content = sorted(i for i in by_content if i in self._users and frozen[i].is_contiguous())
+        self._snapshot(frozen)
+        self._forward = gm.forward
+
+    def _snapshot(self, tensors: Any) -> None:
+        self._views = [memoryview(tensors[i].detach().reshape(-1).view(torch.uint8).numpy()) for i in self._by_content]
+        self._bytes = b"".join(self._views)
+
+    @property
+    def frozen_positions(self) -> list[int]:
+        return [e[0] for e in self._entries]
+
+    def unchanged(self, args: Sequence[Any]) -> bool:
+        """The guard: every frozen argument is the tensor that was frozen,
+        at the same version and data pointer."""
+        for i, t, v, p in self._entries:
+            a = args[i]
+            if a is not t or a._version != v or a.data_ptr() != p:
+                return False
+        return not self._views or b"".join(self._views) == self._bytes
+
+    def forward(self, *args: Any) -> Any:
+        self.report.calls += 1
+        if FREEZING_GUARD and not self.unchanged(args):
+            self._rebuild(args)
+        return self._forward(*args)
+
+    __call__ = forward
+
+    def _rebuild(self, args: Sequence[Any]) -> None:
+        changed: set[int] = set()
+        entries = []
+        for i, t, v, p in self._entries:
+            a = args[i]
+            if a is not t or a._version != v or a.data_ptr() != p:
+                if not isinstance(a, torch.Tensor) or a.shape != t.shape or a.dtype != t.dtype or a.device != t.device:
+                    raise TorchairError(
+                        1, "invalid argument",
+                        f"frozen argument {i} changed to {type(a).__name__} "
+                        f"{tuple(getattr(a, 'shape', ()))} {getattr(a, 'dtype', '')}; expected {tuple(t.shape)} {t.dtype}",
+                    )
+                changed.add(i)
+                entries.append((i, a, a._version, a.data_ptr()))
+            else:
+                entries.append((i, t, v, p))
+        if b"".join(self._views) != self._bytes:
+            changed.update(self._by_content)  # which one changed matters little: they are small
+        tensors = {node: args[i] for node, i in self._pos.items()}
+        for k in sorted({k for i in changed for k in self._users[i]}):
+            air, sub_report, sub, arg_nodes = self._subgraphs[k]
+            new = lower_subgraph(sub, arg_nodes, self.config, {n: tensors[n] for n in air.frozen})
+            air.model, air.tensor_args, air.single, air.air_report = new.model, new.tensor_args, new.single, new.air_report
+            sub_report.model, sub_report.air_report = new.model, new.air_report
+            self.report.rebuilt_subgraphs += 1
+        # only after every rebuild succeeded: a failed one is retried next call
+        self._entries = entries
+        self._snapshot(args)
+        self.report.rebuild_calls.append(self.report.calls)
+
+
+def compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str = "forward") -> tuple[Any, CompileReport]:
+    """Partitions gm, compiles the supported parts, returns the new module
+    (a FrozenGraph when parameters were frozen: see gm.meta["torchair_freeze"])."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     # aot_autograd calls compilers under fake mode; constants we create
@@ -237,8 +367,11 @@ def compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str = "fo
         return _compile_graph(gm, config, graph_kind)
 
 
-def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> tuple[GraphModule, CompileReport]:
+def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> tuple[Any, CompileReport]:
     report = CompileReport(graph=graph_kind)
+    # set by the backend: {argument position: the real tensor to freeze}, and
+    # "on" or why freezing is off for this graph
+    frozen_args, report.freezing, by_content = gm.meta.get("torchair_freeze", ({}, "off", set()))
     report.total_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     reasons: dict[Node, str] = {}
     support = _Support(reasons)
@@ -263,6 +396,9 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
         fused = fuse_by_partitions(gm, [{n: None for n in p.nodes} for p in partitions], prefix="air_")
+    placeholders = [n for n in fused.graph.nodes if n.op == "placeholder"]
+    frozen = {placeholders[i]: t for i, t in frozen_args.items()}
+    holders = []  # (AirSubgraph, its report, submodule, args) of subgraphs holding frozen tensors
     for node in list(fused.graph.nodes):
         if node.op != "call_module" or not str(node.target).startswith("air_"):
             continue
@@ -270,7 +406,13 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         ops = [op_name(n) for n in sub.graph.nodes if n.op == "call_function"]
         part_ops[node.target] = ops
         try:
-            compiled = lower_subgraph(sub, node.args, config)
+            try:
+                compiled = lower_subgraph(sub, node.args, config, frozen)
+            except (Unsupported, TorchairError):
+                if not any(a in frozen for a in node.args):
+                    raise
+                # the same subgraph with its weights as inputs may still compile
+                compiled = lower_subgraph(sub, node.args, config)
         except (Unsupported, TorchairError) as e:
             reason = str(e) if isinstance(e, Unsupported) else (e.args[2] if len(e.args) > 2 else str(e))
             report.subgraphs.append(SubgraphReport(node.target, ops, False, reason))
@@ -282,6 +424,16 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         # calls self.air_N(...), which finds it in the instance dict
         del fused._modules[node.target]
         fused.__dict__[node.target] = compiled
-        report.subgraphs.append(SubgraphReport(node.target, ops, True, "", compiled.air_report, compiled.model))
+        sub_report = SubgraphReport(node.target, ops, True, "", compiled.air_report, compiled.model)
+        report.subgraphs.append(sub_report)
+        if compiled.frozen:
+            holders.append((compiled, sub_report, sub, tuple(node.args)))
     fused.recompile()
-    return fused, report
+    if not holders:
+        if report.freezing == "on":
+            report.freezing = "off (no compiled subgraph uses a parameter or buffer)"
+        return fused, report
+    used = {n for h in holders for n in h[0].frozen}
+    report.frozen_tensors = len(used)
+    report.frozen_bytes = sum(frozen[n].numel() * frozen[n].element_size() for n in used)
+    return FrozenGraph(fused, report, frozen_args, holders, config, by_content), report

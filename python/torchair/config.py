@@ -30,7 +30,12 @@ _OPTIONS: dict[str, _Option] = {
     "dynamic_axes": _Option(None, (dict, type(None)), "{input_name: {axis: 'name'}} compiled as symbols"),
     "enable_dynamic_shape": _Option(True, (bool,), "accept symbolic shapes from dynamic=True / mark_dynamic"),
     "dynamic_graph_mode": _Option(False, (bool,), "run the captured graph op by op through the runtime"),
-    "freezing": _Option(None, (bool, type(None)), "treat parameters as constants (folding, prepacking)"),
+    "freezing": _Option(
+        None,
+        (bool, type(None)),
+        "None/True: in graphs compiled without grad (inference), parameters and buffers are constants "
+        "(folding, prepacking), guarded each call and rebuilt when changed; False keeps them as inputs",
+    ),
     "mode": _Option(None, (str, type(None)), "'reduce-overhead' or 'max-autotune'"),
 }
 
@@ -91,8 +96,6 @@ class CompilerConfig:
                 "option 'dynamic_axes' is not built yet; use torch.compile(..., dynamic=True) "
                 "with enable_dynamic_shape=True",
             )
-        if self.freezing:
-            raise NotBuiltError(2, "unsupported", "option 'freezing' is not built yet in this torchair")
         if self.mode == "max-autotune":
             raise NotBuiltError(2, "unsupported", "mode 'max-autotune' is not built yet in this torchair")
 

@@ -145,11 +145,10 @@ def test_bad_mode_through_torch_compile():
         ({"options": {"mixed_precision": "bf16"}}, "mixed_precision"),
         ({"options": {"mixed_precision": "fp16"}}, "mixed_precision"),
         ({"options": {"dynamic_axes": {"x": {0: "batch"}}}}, "dynamic_axes"),
-        ({"options": {"freezing": True}}, "freezing"),
         ({"options": {"mode": "max-autotune"}}, "max-autotune"),
         ({"mode": "max-autotune"}, "max-autotune"),
     ],
-    ids=["bf16", "fp16", "dynamic_axes", "freezing", "max-autotune-option", "max-autotune-mode"],
+    ids=["bf16", "fp16", "dynamic_axes", "max-autotune-option", "max-autotune-mode"],
 )
 def test_unbuilt_feature_is_refused(kwargs, named):
     inner = _compile_error(_chain, torch.randn(3), **kwargs)
@@ -162,17 +161,29 @@ def test_unbuilt_feature_refused_by_explain_and_get_npu_backend():
     with pytest.raises(torchair.NotBuiltError, match="mixed_precision"):
         torchair.explain(_chain, torch.randn(3), options={"mixed_precision": "bf16"})
     config = torchair.get_npu_backend_config()
-    config.compiler_config.freezing = True
-    with pytest.raises(torchair.NotBuiltError, match="freezing"):
+    config.compiler_config.mode = "max-autotune"
+    with pytest.raises(torchair.NotBuiltError, match="max-autotune"):
         torchair.get_npu_backend(config=config)
 
 
-def test_freezing_false_is_accepted():
+@pytest.mark.parametrize("value", [None, True, False])
+def test_freezing_is_accepted(value):
+    """freezing is built (tests/python/test_freezing.py tests what it does):
+    None and True freeze the weights of an inference graph, False does not."""
     x = torch.randn(4, 16)
     model = _mlp()
+    config = torchair.get_npu_backend_config()
+    config.compiler_config.freezing = value
     with torch.no_grad():
-        out = torch.compile(model, backend="torchair", options={"freezing": False})(x)
+        out = torch.compile(model, backend=torchair.get_npu_backend(config=config))(x)
         torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-5)
+        torch._dynamo.reset()
+        report = torchair.explain(model, x, options={"freezing": value})
+    (graph,) = report.graphs
+    if value is False:
+        assert graph.freezing == "off (freezing=False)" and graph.frozen_tensors == 0, str(report)
+    else:
+        assert graph.freezing == "on" and graph.frozen_tensors == 6, str(report)
 
 
 # ---- effects of the built options -------------------------------------------------
