@@ -565,3 +565,77 @@ const k_kernel kfast_max_pool2d_nhwc = {"max_pool2d_nhwc_channels", 0, pool_supp
 const k_kernel kfast_avg_pool2d_nhwc = {"avg_pool2d_nhwc_channels", 0, pool_supports, NULL, NULL, NULL, avg_run};
 const k_kernel kfast_adaptive_avg_pool2d_nhwc = {"adaptive_avg_pool2d_nhwc_channels", 0, pool_supports, NULL,
 						 NULL, NULL, adaptive_run};
+
+/* ---- the layout permutes: NCHW <-> NHWC ------------------------------------ */
+
+/* perm [0, 2, 3, 1] (into NHWC) or [0, 3, 1, 2] (back) of a rank-4 tensor of
+ * 4-byte elements: per image, a transpose of an R x S matrix into S x R
+ * (R = C, S = H*W going in; R = H*W, S = C coming back), in square tiles so
+ * that both sides are read and written a cache line at a time. */
+enum { TT = 16 };
+
+static int layout_perm(const k_call *call)
+{
+	const k_attr *p = &call->attrs[0];
+	if (call->in[0].rank != 4 || p->n != 4 || air_dtype_size(call->in[0].dtype) != 4)
+		return 0;
+	static const int64_t into[4] = {0, 2, 3, 1}, back[4] = {0, 3, 1, 2};
+	int a = 1, b = 1;
+	for (int i = 0; i < 4; i++) {
+		int64_t v = p->ints[i] < 0 ? p->ints[i] + 4 : p->ints[i];
+		a = a && v == into[i];
+		b = b && v == back[i];
+	}
+	return a ? 1 : b ? 2 : 0;
+}
+
+static bool tr_supports(const k_call *call)
+{
+	return layout_perm(call) != 0;
+}
+
+typedef struct tr_job {
+	const uint32_t *x;
+	uint32_t *y;
+	int64_t R, S, rt, st; /* rows, columns, tiles along each */
+} tr_job;
+
+static void tr_task(void *p, int64_t t, int thread)
+{
+	const tr_job *j = p;
+	/* task t: image t / rt, tile row t % rt, every tile column */
+	int64_t n = t / j->rt, r0 = (t % j->rt) * TT, r1 = min64(j->R, r0 + TT);
+	const uint32_t *x = j->x + n * j->R * j->S;
+	uint32_t *y = j->y + n * j->R * j->S;
+	for (int64_t s0 = 0; s0 < j->S; s0 += TT) {
+		int64_t s1 = min64(j->S, s0 + TT);
+		if (r1 - r0 == TT && s1 - s0 == TT) {
+			for (int64_t s = s0; s < s0 + TT; s++)
+				for (int64_t r = 0; r < TT; r++)
+					y[s * j->R + r0 + r] = x[(r0 + r) * j->S + s];
+		} else {
+			for (int64_t s = s0; s < s1; s++)
+				for (int64_t r = r0; r < r1; r++)
+					y[s * j->R + r] = x[r * j->S + s];
+		}
+	}
+}
+
+static air_status tr_run(const k_call *call)
+{
+	const k_tensor *x = &call->in[0];
+	if (x->numel == 0)
+		return AIR_OK;
+	int which = layout_perm(call);
+	tr_job j;
+	j.x = x->data;
+	j.y = call->out[0].data;
+	int64_t C = which == 1 ? x->dims[1] : x->dims[3], HW = which == 1 ? x->dims[2] * x->dims[3] : x->dims[1] * x->dims[2];
+	j.R = which == 1 ? C : HW;
+	j.S = which == 1 ? HW : C;
+	j.rt = cdiv(j.R, TT);
+	rt_pool_run(call->pool, x->dims[0] * j.rt, tr_task, &j);
+	return AIR_OK;
+}
+
+const k_kernel kfast_permute_nchw_nhwc = {"permute_nchw_nhwc_tiles", 0, tr_supports, NULL, NULL, NULL, tr_run};

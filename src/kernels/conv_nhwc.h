@@ -14,5 +14,7 @@ extern const k_kernel kfast_conv2d_nhwc_im2col;
 extern const k_kernel kfast_max_pool2d_nhwc;
 extern const k_kernel kfast_avg_pool2d_nhwc;
 extern const k_kernel kfast_adaptive_avg_pool2d_nhwc;
+/* permute [0, 2, 3, 1] and [0, 3, 1, 2] (the layout pass's), 4-byte elements. */
+extern const k_kernel kfast_permute_nchw_nhwc;
 
 #endif

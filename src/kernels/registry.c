@@ -18,6 +18,7 @@ static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
 static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, &kfast_sdpa, NULL};
 static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
 						&kfast_conv2d_nhwc_im2col, NULL};
+static const k_kernel *const permute[] = {&kfast_permute_nchw_nhwc, NULL};
 static const k_kernel *const max_pool2d_nhwc[] = {&kfast_max_pool2d_nhwc, NULL};
 static const k_kernel *const avg_pool2d_nhwc[] = {&kfast_avg_pool2d_nhwc, NULL};
 static const k_kernel *const adaptive_avg_pool2d_nhwc[] = {&kfast_adaptive_avg_pool2d_nhwc, NULL};
@@ -33,6 +34,7 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_sdpa: return sdpa;
 	case OP_conv2d: return conv2d;
 	case OP_conv2d_nhwc: return conv2d_nhwc;
+	case OP_permute: return permute;
 	case OP_max_pool2d_nhwc: return max_pool2d_nhwc;
 	case OP_avg_pool2d_nhwc: return avg_pool2d_nhwc;
 	case OP_adaptive_avg_pool2d_nhwc: return adaptive_avg_pool2d_nhwc;

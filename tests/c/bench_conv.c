@@ -125,7 +125,8 @@ static void time_case(const bcase *c, uint32_t flags, double budget, double *wal
 	air_model *m;
 	TRY(air_compile(g, &o, &m));
 	const char *op = c->linear == 2 ? "sdpa " : c->linear ? "linear " : "conv2d ";
-	const char *rep = air_model_report(m), *k = strstr(rep, op);
+	const char *rep = air_model_report(m), *k = strstr(rep, "kernels per step:");
+	k = k ? strstr(k, op) : strstr(rep, op);
 	static char kname[2][64];
 	int slot = flags ? 0 : 1;
 	if (k && sscanf(k + strlen(op), "%63s", kname[slot]) == 1)
@@ -187,7 +188,7 @@ static const rcase rn50[] = {
 
 /* Best wall seconds of one conv in one layout (nhwc: conv2d_nhwc on an
  * NHWC input; else conv2d with the layout pass off), bias and relu fused
- * (relu too once conv2d fuses it everywhere). Output (in that layout) in *out. */
+ * (the act attribute). Output (in that layout) in *out. */
 static double time_layout(const rcase *c, int64_t N, int nhwc, double budget, float **out, char *kernel)
 {
 	air_graph *g;
@@ -203,14 +204,16 @@ static double time_layout(const rcase *c, int64_t N, int nhwc, double budget, fl
 	int64_t s[2] = {c->s, c->s}, p[2] = {c->p, c->p};
 	air_attr a[3] = {{"stride", AIR_ATTR_INTS, 0, 0, s, 2}, {"padding", AIR_ATTR_INTS, 0, 0, p, 2},
 			 {"act", AIR_ATTR_INT, 1, 0, NULL, 0}};
-	TRY(air_graph_add_node(g, nhwc ? "conv2d_nhwc" : "conv2d", in, 3, a, 2, &y, 1, &nout));
+	TRY(air_graph_add_node(g, nhwc ? "conv2d_nhwc" : "conv2d", in, 3, a, 3, &y, 1, &nout));
 	TRY(air_graph_set_outputs(g, &y, 1));
 	air_compile_options o;
 	air_compile_options_init(&o);
 	o.disabled_passes = AIR_PASS_LAYOUT;
 	air_model *m;
 	TRY(air_compile(g, &o, &m));
-	const char *op = nhwc ? "conv2d_nhwc " : "conv2d ", *k = strstr(air_model_report(m), op);
+	/* the kernel column of the report's per-step list */
+	const char *op = nhwc ? "conv2d_nhwc " : "conv2d ", *k = strstr(air_model_report(m), "kernels per step:");
+	k = k ? strstr(k, op) : NULL;
 	if (!k || sscanf(k + strlen(op), "%63s", kernel) != 1)
 		strcpy(kernel, "?");
 	air_session *ss;

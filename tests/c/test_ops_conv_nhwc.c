@@ -4,7 +4,8 @@
  * the NCHW reference op (conv2d, the pools) on the transposed input, with
  * the fused residual and activation applied here in double. Awkward sizes:
  * 1, 3, 17, 65 channels, 1, 7, 13 pixels, strides, padding, dilation,
- * groups, depthwise, every activation, residual, batches of 1 and 3. */
+ * groups, depthwise, every activation, residual, batches of 1 and 3. And
+ * the NCHW <-> NHWC permutes' fast kernel against the reference. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,8 +269,28 @@ static void test_pools(void)
 	}
 }
 
+/* the layout permutes: fast tiles against the reference strided copy */
+static void test_permute(void)
+{
+	static const int64_t into[4] = {0, 2, 3, 1}, back[4] = {0, 3, 1, 2};
+	static const int64_t shapes[][4] = {{1, 1, 1, 1}, {3, 17, 7, 13}, {1, 65, 13, 13}, {2, 3, 1, 7},
+					    {1, 16, 4, 8}, {0, 3, 5, 5}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+		for (int dir = 0; dir < 2; dir++) {
+			int64_t n = shapes[i][0] * shapes[i][1] * shapes[i][2] * shapes[i][3], cnt[2];
+			float *x = th_randf(n);
+			th_arg a = th_make(AIR_F32, x, 4, shapes[i]);
+			air_attr p = th_ints("perm", dir ? back : into, 4);
+			float *ref = compile_run("permute", &a, 1, &p, 1, AIR_COMPILE_REFERENCE_KERNELS, 0, NULL, &cnt[0]);
+			float *got = compile_run("permute", &a, 1, &p, 1, 0, 0, "permute_nchw_nhwc_tiles", &cnt[1]);
+			CHECK(ref && got && cnt[0] == n && cnt[1] == n && (n == 0 || !memcmp(ref, got, sizeof(float) * (size_t)n)));
+			free(x), free(ref), free(got);
+		}
+}
+
 int main(void)
 {
+	test_permute();
 	test_conv();
 	test_pools();
 	return check_report("test_ops_conv_nhwc");

@@ -2,7 +2,7 @@
  * conv -> add -> pool region gets exactly two permutes and gives the NCHW
  * result; a region without a conv is left alone; a value used both inside
  * and outside a region leaves it once; a global pool leaves through a free
- * reshape; symbolic batch and image sizes keep their dims. Each graph is
+ * reshape; a conv's fused act and residual carry over; symbolic batch and image sizes keep their dims. Each graph is
  * compiled with the pass and without it (fast and reference kernels). */
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +127,8 @@ static int compare(gb *b, const char *label, int nin, float *const *in, int64_t 
 		for (int k = 0; k < 3; k++)
 			free(y[k]);
 	}
-	int permutes = count(rep, " permute ");
+	/* kernel names in the report's per-step list: permute_ref, permute_nchw_... */
+	int permutes = count(rep, " permute_");
 	for (int k = 0; k < 3; k++)
 		air_model_destroy(m[k]);
 	return permutes;
@@ -168,7 +169,7 @@ static void test_region(int symbolic)
 	char *rep = NULL;
 	int permutes = compare(&b, symbolic ? "region (symbolic)" : "region", 1, &xin, dims, &rep);
 	CHECK(permutes == 2);
-	CHECK(rep && count(rep, "conv2d_nhwc ") == 2 && count(rep, "max_pool2d_nhwc ") == 1);
+	CHECK(rep && count(rep, " conv2d_nhwc_") == 2 && count(rep, " max_pool2d_nhwc_") == 1);
 	if (permutes != 2 && rep)
 		fprintf(stderr, "%s\n", rep);
 	free(rep);
@@ -240,8 +241,36 @@ static void test_shared(void)
 	gb_free(&b);
 }
 
+/* conv2d with a fused act and residual (as fuse_epilogue leaves it):
+ * the NHWC conv takes both, the residual from inside the region */
+static void test_fused_conv(void)
+{
+	gb b = {0};
+	TRY(air_graph_create(&b.g));
+	int64_t xd[4] = {3, 17, 7, 13}, wd[4] = {17, 17, 3, 3}, bd[1] = {17}, pd[2] = {1, 1};
+	air_value x;
+	TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, xd, &x));
+	air_value in1[3] = {x, constant(&b, 4, wd), constant(&b, 1, bd)};
+	air_attr a1[2] = {th_ints("padding", pd, 2), th_int("act", 1)};
+	air_value c1 = node(&b, "conv2d", in1, 3, a1, 2);
+	air_value in2[3] = {c1, constant(&b, 4, wd), c1};
+	air_attr a2[4] = {th_ints("padding", pd, 2), th_int("act", 2), th_int("has_bias", 0),
+			  th_int("has_residual", 1)};
+	air_value c2 = node(&b, "conv2d", in2, 3, a2, 4);
+	TRY(air_graph_set_outputs(b.g, &c2, 1));
+	float *xin = th_randf(3 * 17 * 7 * 13);
+	int64_t dims[1][4] = {{3, 17, 7, 13}};
+	char *rep = NULL;
+	CHECK(compare(&b, "fused conv", 1, &xin, dims, &rep) == 2);
+	CHECK(rep && count(rep, " conv2d_nhwc_") == 2);
+	free(rep);
+	free(xin);
+	gb_free(&b);
+}
+
 int main(void)
 {
+	test_fused_conv();
 	test_region(0);
 	test_region(1);
 	test_no_conv();
