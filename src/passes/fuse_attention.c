@@ -6,9 +6,12 @@
  * where Q', Kt', V' are Q, K^T, V seen through the noise that aot_autograd
  * leaves around a bmm: reshapes that only merge or split leading dims,
  * expands and copies that change nothing. K^T must come from a permute
- * (after simplify, usually one that also does the head split): that permute
- * is rewritten in place to produce K [..., S, E]. Q, K and V must agree in
- * rank and leading dims (no broadcast or GQA expand is matched). The mask
+ * (after simplify, usually one that also does the head split): K [..., S, E]
+ * is then that permute's input (when the two cancel) or a new permute of it
+ * with the last two axes swapped, placed just before the sdpa node. Q, K and V must agree in
+ * rank and leading dims, except that K and V may be grouped-query heads
+ * repeated by reshape -> expand -> reshape (repeat_kv), which sdpa reads
+ * without the copy. The mask
  * must broadcast to [lead..., L, S]. Every value between the two bmms has
  * exactly one use and is not a graph output; otherwise nothing changes.
  * The result: sdpa(Q, K, V[, mask], scale, empty_nan=1), since a row that
@@ -89,6 +92,61 @@ static air_value strip_back(const fa_state *s, air_value v, bool *single)
 	}
 }
 
+/* Grouped-query k/v as repeat_kv writes it: X [..., Hkv, S, D] -> reshape
+ * [..., Hkv, 1, S, D] -> expand [..., Hkv, n, S, D] (= e). Returns X, whose
+ * heads sdpa repeats itself (q head h reads X head h / n), or e itself. */
+static air_value ungroup(const fa_state *s, air_value e)
+{
+	int k = producer(s, e);
+	if (k < 0 || s->g->nodes[k].op != OP_expand)
+		return e;
+	air_value u = s->g->nodes[k].in[0];
+	int k2 = producer(s, u);
+	if (k2 < 0 || s->g->nodes[k2].op != OP_reshape)
+		return e;
+	air_value x = s->g->nodes[k2].in[0];
+	const ir_value *E = val(s, e), *U = val(s, u), *X = val(s, x);
+	int r = X->rank;
+	if (r < 3 || U->rank != r + 1 || E->rank != r + 1 || U->dims[r - 2] != 1)
+		return e;
+	for (int d = 0, du = 0; d < r; d++, du++) {
+		if (du == r - 2)
+			du++;
+		if (!ir_dim_equal(s->g, X->dims[d], U->dims[du]) || !ir_dim_equal(s->g, X->dims[d], E->dims[du]))
+			return e;
+	}
+	return x;
+}
+
+/* An operand of rank r behind v: v through noise, and through the expand
+ * of grouped-query k/v when allow_group; ~0u if there is none. */
+static air_value operand(const fa_state *s, air_value v, int r, bool allow_group)
+{
+	bool single;
+	air_value x = strip_back(s, v, &single);
+	if (val(s, x)->rank == r)
+		return x;
+	if (allow_group && val(s, x)->rank == r + 1) {
+		air_value u = ungroup(s, x);
+		if (u != x && val(s, u)->rank == r)
+			return u;
+	}
+	return ~(air_value)0;
+}
+
+/* k/v leading dims against q's: equal, except that dim r-3 (heads) may be
+ * a constant divisor of q's (grouped-query attention). */
+static bool lead_fits(const fa_state *s, const ir_value *q, const ir_value *t, int r)
+{
+	for (int d = 0; d < r - 2; d++) {
+		if (ir_dim_equal(s->g, q->dims[d], t->dims[d]))
+			continue;
+		if (d != r - 3 || q->dims[d] < 0 || t->dims[d] <= 0 || q->dims[d] % t->dims[d] != 0)
+			return false;
+	}
+	return true;
+}
+
 /* The one node using v, if v has exactly one use that is a node input. */
 static int sole_user(const fa_state *s, air_value v)
 {
@@ -115,7 +173,7 @@ enum { FA_MAX_CHAIN = 16 };
 typedef struct fa_match {
 	int bmm1, bmm2, out_reshape; /* out_reshape: -1 if none */
 	int chain[FA_MAX_CHAIN], n_chain; /* nodes strictly between bmm1 and bmm2 */
-	air_value q, k_src, v, mask;     /* k_src: the permute's input */
+	air_value q, k_src, k, v, mask;  /* k_src: the permute's input; k: K when that permute goes */
 	bool has_mask;
 	int kperm_node;                  /* the permute producing K^T */
 	int64_t kperm[AIR_MAX_RANK];     /* the permute that gives K */
@@ -189,20 +247,21 @@ static bool match(const fa_state *s, int k, fa_match *m)
 	const ir_node *b2 = &g->nodes[m->bmm2];
 	bool single;
 	m->q = strip_back(s, b1->in[0], &single);
-	m->v = strip_back(s, b2->in[1], &single);
+	int r = val(s, m->q)->rank;
+	m->v = operand(s, b2->in[1], r, true);
+	if (m->v == ~(air_value)0)
+		return false;
 	air_value kt = strip_back(s, b1->in[1], &single);
-	if (!single || s->uses[kt] != 1)
-		return false; /* K^T is rewritten in place: nothing else may read it */
+	(void)single;
 	m->kperm_node = producer(s, kt);
 	if (m->kperm_node < 0 || g->nodes[m->kperm_node].op != OP_permute)
 		return false;
 	const ir_node *pn = &g->nodes[m->kperm_node];
 	const ir_value *Q = val(s, m->q), *KT = val(s, kt), *V = val(s, m->v);
-	int r = Q->rank;
 	if (r < 3 || KT->rank != r || V->rank != r || Q->dtype != AIR_F32 || KT->dtype != AIR_F32 ||
 	    V->dtype != AIR_F32 || pn->attrs[0].n != r)
 		return false;
-	if (!dims_equal(s, Q->dims, KT->dims, r - 2) || !dims_equal(s, Q->dims, V->dims, r - 2))
+	if (!dims_equal(s, Q->dims, KT->dims, r - 2) || !lead_fits(s, Q, V, r))
 		return false;
 	if (!ir_dim_equal(g, Q->dims[r - 1], KT->dims[r - 2]) || !ir_dim_equal(g, KT->dims[r - 1], V->dims[r - 2]))
 		return false;
@@ -211,6 +270,13 @@ static bool match(const fa_state *s, int k, fa_match *m)
 	for (int d = 0; d < r; d++) {
 		m->kperm[d] = pn->attrs[0].ints[d == r - 2 ? r - 1 : d == r - 1 ? r - 2 : d];
 		m->k_identity &= m->kperm[d] == d;
+	}
+	m->k = m->k_src;
+	if (m->k_identity) {
+		/* K = the permute's input, seen through noise and repeat_kv */
+		m->k = operand(s, m->k_src, r, true);
+		if (m->k == ~(air_value)0 || !lead_fits(s, Q, val(s, m->k), r))
+			return false;
 	}
 	/* the mask broadcasts to [lead..., L, S] */
 	if (m->has_mask) {
@@ -260,17 +326,17 @@ static void kill(fa_state *s, int k)
 		s->g->values[n->out[o]].kind = IR_DEAD;
 }
 
-/* Kills the noise nodes from v back that nothing else reads any more. */
-static void kill_unused_back(fa_state *s, air_value v)
+/* Kills the nodes from v back that nothing reads any more (every op is
+ * pure, so an unused value's node can go). */
+static void kill_unused_back(fa_state *s, air_value v, int depth)
 {
-	for (;;) {
-		int k = producer(s, v);
-		if (k < 0 || s->dead[k] || s->uses[v] != 0 || !is_noise(s, k))
-			return;
-		air_value in = s->g->nodes[k].in[0];
-		kill(s, k);
-		v = in;
-	}
+	int k = producer(s, v);
+	if (k < 0 || s->dead[k] || s->uses[v] != 0 || s->g->nodes[k].n_out != 1 || depth > 8)
+		return;
+	kill(s, k);
+	const ir_node *n = &s->g->nodes[k];
+	for (int i = 0; i < n->n_in; i++)
+		kill_unused_back(s, n->in[i], depth + 1);
 }
 
 /* A node slot at position pos (later nodes move one down). */
@@ -301,26 +367,43 @@ static void clear_attrs(ir_node *n)
 	}
 }
 
-static air_status rewrite(fa_state *s, const fa_match *m, pass_log *log)
+static air_status rewrite(fa_state *s, fa_match *m, pass_log *log)
 {
 	air_graph *g = s->g;
 	int r = val(s, m->q)->rank;
-	/* K: the K^T permute now gives K, or goes */
-	air_value k;
-	air_value kt_old = g->nodes[m->kperm_node].out[0];
-	if (m->k_identity) {
-		k = m->k_src;
-	} else {
-		ir_value kt = *val(s, kt_old);
+	/* K: the K^T permute's input, or a new permute of it just before the
+	 * second bmm (K^T itself may have other readers; if not, it dies below) */
+	air_value k = m->k;
+	if (!m->k_identity) {
+		ir_value kt = *val(s, g->nodes[m->kperm_node].out[0]);
 		air_dim d2 = kt.dims[r - 2];
 		kt.dims[r - 2] = kt.dims[r - 1];
 		kt.dims[r - 1] = d2;
-		AIR_TRY(ir_add_value(g, kt.dtype, r, kt.dims, IR_NODE_OUTPUT, m->kperm_node, &k));
+		int pos = m->bmm2;
+		AIR_TRY(ir_add_value(g, kt.dtype, r, kt.dims, IR_NODE_OUTPUT, pos, &k));
 		int *uses = realloc(s->uses, sizeof *uses * ((size_t)g->n_values + 1));
 		if (!uses)
 			return air_error(AIR_OUT_OF_MEMORY, "fuse_attention: no memory");
 		s->uses = uses;
 		s->uses[k] = 0;
+		AIR_TRY(insert_node(s, pos));
+		m->bmm2++;
+		if (m->out_reshape >= pos)
+			m->out_reshape++;
+		ir_node *pn = &g->nodes[pos];
+		pn->op = OP_permute;
+		pn->in = malloc(sizeof *pn->in);
+		pn->out = malloc(sizeof *pn->out);
+		pn->attrs[0].ints = malloc(sizeof(int64_t) * (size_t)r);
+		if (!pn->in || !pn->out || !pn->attrs[0].ints)
+			return air_error(AIR_OUT_OF_MEMORY, "fuse_attention: no memory");
+		pn->n_in = pn->n_out = 1;
+		pn->in[0] = m->k_src;
+		pn->out[0] = k;
+		s->uses[m->k_src]++;
+		pn->attrs[0].set = true;
+		pn->attrs[0].n = r;
+		memcpy(pn->attrs[0].ints, m->kperm, sizeof(int64_t) * (size_t)r);
 	}
 	/* the sdpa node's inputs */
 	int n_in = m->has_mask ? 4 : 3;
@@ -398,20 +481,11 @@ static air_status rewrite(fa_state *s, const fa_match *m, pass_log *log)
 	n->attrs[3].i = 1;
 	for (int i = 0; i < n_in; i++)
 		s->uses[in[i]]++;
-	/* the K^T permute */
-	if (m->k_identity) {
-		kill(s, m->kperm_node);
-	} else {
-		ir_node *pn = &g->nodes[m->kperm_node];
-		g->values[kt_old].kind = IR_DEAD;
-		pn->out[0] = k;
-		for (int d = 0; d < r; d++)
-			pn->attrs[0].ints[d] = m->kperm[d];
-	}
-	/* noise before the bmms that nothing reads now */
-	kill_unused_back(s, b1q);
-	kill_unused_back(s, b1k);
-	kill_unused_back(s, b2v);
+	/* whatever fed the bmms that nothing reads now */
+	kill_unused_back(s, b1q, 0);
+	kill_unused_back(s, b1k, 0);
+	kill_unused_back(s, b2v, 0);
+	kill_unused_back(s, m->k_src, 0);
 	char q[96], kk[96], vv[96];
 	ir_value_string(g, m->q, q, sizeof q);
 	ir_value_string(g, k, kk, sizeof kk);

@@ -2,7 +2,8 @@
  * attention built with the C API, shaped like the ATen graphs of BERT and
  * GPT-2 eager attention (head split by permute, K^T by a second permute or
  * one composed permute, reshapes around the bmms, an identity expand, a
- * clone after softmax, a scale by mul or div, an additive float mask): each
+ * clone after softmax, a scale by mul or div, an additive float mask,
+ * grouped-query k/v repeated by reshape/expand/reshape as LLaMA does): each
  * becomes one sdpa node with the same result as the unfused graph (run with
  * the pass switched off), -inf rows included. Negative cases (an
  * intermediate with a second use or that is a graph output, softmax over
@@ -55,6 +56,7 @@ enum {
 	V_NO_MASK = 4,
 	V_3D_OUT = 8,      /* the second bmm's [H, L, Ev] is the graph output */
 	V_TWO = 16,        /* two attention blocks in a row */
+	V_GQA = 1024,      /* k, v with H/2 heads, repeated as repeat_kv does */
 	/* negative cases */
 	N_SOFTMAX_OUT = 32,  /* softmax's output is also a graph output */
 	N_AXIS = 64,         /* softmax over L, not S */
@@ -80,6 +82,15 @@ static air_value block(air_graph *g, const shape *sh, int flags, air_value xq, a
 		kt = permute(g, k, 4, p0132);
 	}
 	air_value v = permute(g, xv, 4, p0213);
+	if (flags & V_GQA) {
+		/* [1, H/2, S, D] -> [1, H/2, 1, S, D] -> expand [1, H/2, 2, S, D] -> [1, H, S, D] */
+		int64_t u5[5] = {1, H / 2, 1, S, E}, e5[5] = {1, H / 2, 2, S, E}, r4[4] = {1, H, S, E};
+		air_value k = permute(g, xk, 4, p0213);
+		k = reshape(g, dims_op(g, "expand", "shape", reshape(g, k, 5, u5), 5, e5), 4, r4);
+		kt = permute(g, k, 4, p0132);
+		u5[4] = e5[4] = r4[3] = Ev;
+		v = reshape(g, dims_op(g, "expand", "shape", reshape(g, v, 5, u5), 5, e5), 4, r4);
+	}
 	int64_t q4[4] = {1, H, L, E}, q3[3] = {H, L, E}, kt3[3] = {H, E, S}, s4[4] = {1, H, L, S}, s3[3] = {H, L, S};
 	int64_t v3[3] = {H, S, Ev}, v4[4] = {1, H, S, Ev}, o4[4] = {1, H, L, Ev};
 	air_value qe = dims_op(g, "expand", "shape", q, 4, q4);
@@ -125,11 +136,17 @@ static air_value block(air_graph *g, const shape *sh, int flags, air_value xq, a
 	return permute(g, o, 4, p0213);
 }
 
+static int64_t kv_heads(const shape *sh, int flags)
+{
+	return (flags & V_GQA) ? sh->H / 2 : sh->H;
+}
+
 static air_graph *build(const shape *sh, int flags, int *n_out)
 {
 	air_graph *g;
 	CHECK_OK(air_graph_create(&g));
-	int64_t dq[4] = {1, sh->L, sh->H, sh->E}, dk[4] = {1, sh->S, sh->H, sh->E}, dv[4] = {1, sh->S, sh->H, sh->Ev};
+	int64_t hk = kv_heads(sh, flags);
+	int64_t dq[4] = {1, sh->L, sh->H, sh->E}, dk[4] = {1, sh->S, hk, sh->E}, dv[4] = {1, sh->S, hk, sh->Ev};
 	int64_t dm[4] = {1, 1, 1, sh->S};
 	air_value xq, xk, xv, mask, outs[3];
 	CHECK_OK(air_graph_add_input(g, "q", AIR_F32, 4, dq, &xq));
@@ -224,7 +241,8 @@ static void check(const shape *sh, int flags, int want_fused, int minus_inf_mask
 	if (fused != want_fused)
 		fprintf(stderr, "flags %#x: %d fused, want %d\n%s\n", flags, fused, want_fused, rep);
 	CHECK(count_op(air_model_report(mp), "sdpa") == 0);
-	int64_t dims[4][4] = {{1, sh->L, sh->H, sh->E}, {1, sh->S, sh->H, sh->E}, {1, sh->S, sh->H, sh->Ev}, {1, 1, 1, sh->S}};
+	int64_t hk = kv_heads(sh, flags);
+	int64_t dims[4][4] = {{1, sh->L, sh->H, sh->E}, {1, sh->S, hk, sh->E}, {1, sh->S, hk, sh->Ev}, {1, 1, 1, sh->S}};
 	float *in[4];
 	for (int i = 0; i < 4; i++) {
 		int64_t n = dims[i][0] * dims[i][1] * dims[i][2] * dims[i][3];
@@ -272,6 +290,10 @@ int main(void)
 		check(sh, V_COMPOSED_K | V_3D_OUT | V_DIV, 1, 0);
 		if (sh->E == sh->Ev)
 			check(sh, V_TWO, 2, 0);
+		if (sh->H % 2 == 0) {
+			check(sh, V_GQA, 1, 0);
+			check(sh, V_GQA | V_3D_OUT | V_NO_MASK, 1, 0);
+		}
 		check(sh, 0, 1, 1);
 		check(sh, N_SOFTMAX_OUT, 0, 0);
 		check(sh, N_AXIS, 0, 0);
