@@ -181,6 +181,8 @@ static void lift_linear(fuse_state *s, int k)
 {
 	air_graph *g = s->g;
 	ir_node *n = &g->nodes[k];
+	if (n->attrs[2].i != 0)
+		return; /* a residual has the flattened shape */
 	int ri = producer(g, n->in[0]), ro = only_user(s, n->out[0]);
 	if (ri < 0 || ro < 0 || g->nodes[ri].op != OP_reshape || g->nodes[ro].op != OP_reshape || s->dead[ro])
 		return;
