@@ -203,6 +203,22 @@ def test_changed_weight_is_rebuilt(change):
     assert "1 rebuild(s) of 1 subgraph(s) after a frozen tensor changed (at call 2 of 3)" in str(report)
 
 
+@pytest.mark.parametrize("change", _CHANGES, ids=[c.__name__.strip("_") for c in _CHANGES])
+def test_conv_net_goes_stale_without_the_guard(change, monkeypatch):
+    """Proves test_changed_weight_is_rebuilt can fail: libair copies frozen
+    weights at compile time (BN folded into the conv weights, the linear
+    weight packed), so with the guard off every change goes unnoticed."""
+    monkeypatch.setattr(torchair.compiler, "FREEZING_GUARD", False)
+    model, x = _conv_net()
+    compiled, reports = compile_recording(model)
+    with torch.no_grad():
+        _close(compiled(x), model(x))
+    change(model)
+    with torch.no_grad():
+        assert _stale(compiled(x), model(x))
+    assert _inference_report(reports).rebuilds == 0
+
+
 def test_changes_to_a_linear_stack_are_rebuilt():
     model, x = _stack()
     compiled, reports = compile_recording(model)
