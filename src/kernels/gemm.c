@@ -12,7 +12,13 @@
  * arithmetic it fed when N is small (ResNet's 64-channel layers ran at 70%
  * of peak instead of 90%). Other layouts of A are packed into the thread's
  * workspace slot. Partial sums over K blocks stay in C (hot in L2); the last
- * K block applies the activation tile by tile.
+ * K block applies the activation tile by tile. While the micro-tiles of one
+ * B micro-panel run, the next panel is prefetched a slice per tile (it comes
+ * from L3 when B outgrows L2: +10% at 1024^3 on AVX-512). Packing A did not
+ * pay on Sapphire Rapids either, even at power-of-two strides.
+ *
+ * Thin products (M <= KGEMM_THIN_M) in kgemm_f32 skip packing B: see
+ * kgemm_thin.
  *
  * Threads take tasks dynamically from the pool. Tasks are numbered N-block
  * major, so threads running at the same time read the same packed B block
@@ -29,11 +35,12 @@
 #include "kernels/gemm_internal.h"
 #include "kernels/vmath.h"
 
-/* Cache blocks (in elements). kc x nr of B (16 KiB) stays in L1 next to a
- * 6 x kc sliver of A; mc x kc of A (144 KiB) stays in L2; a kc x nc block of B
- * is shared by the threads through L3. On the 2-core Zen test machine, kc in
- * 192..384, mc in 96..216 and nc 512..4096 were all within noise (+-3%) of
- * this choice (bench_gemm.c). */
+/* Cache blocks (in elements) of the AVX2 and portable kernels. kc x nr of B
+ * (16 KiB) stays in L1 next to a 6 x kc sliver of A; mc x kc of A (144 KiB)
+ * stays in L2; a kc x nc block of B is shared by the threads through L3. On
+ * the 2-core Zen test machine, kc in 192..384, mc in 96..216 and nc
+ * 512..4096 were all within noise (+-3%) of this choice (bench_gemm.c).
+ * Each kernel's entry in the table below carries its own blocks. */
 enum { KGEMM_KC = 256, KGEMM_MC = 144, KGEMM_NC = 1024 };
 /* Below this many multiply-adds a parallel loop costs more than it saves. */
 #define KGEMM_PARALLEL_MIN_MACS (64.0 * 64.0 * 64.0)
@@ -46,11 +53,18 @@ enum { KGEMM_ALIGN = 128 };
 /* ---- dispatch ---------------------------------------------------------- */
 
 /* Widest ISA first, portable last: the first entry whose features are all
- * present is used. An AVX-512 kernel goes at the top. */
+ * present is used, once per process, so a B packed by kgemm_pack_b (whose
+ * panel width is the kernel's nr) always meets the kernel it was packed for.
+ *
+ * AVX-512 blocks (Sapphire Rapids, 48 KiB L1d, 2 MiB L2): the 32 KiB B
+ * micro-panel (kc 256) lives in L1/L2, the 168 x 256 A block (168 KiB) in L2.
+ * kc 256..512, mc 120..336 and nc 256..1024 measured within the (large,
+ * shared machine) noise of each other; kc 512 lost 10-20% on ResNet's K=576
+ * layers. */
 static const kgemm_ukernel_desc kgemm_ukernels[] = {
 #ifdef AIR_HAVE_X86
-	{.name = "avx512_14x32", .isa = KCPU_AVX512, .mr = 14, .nr = 32, .fn = kgemm_ukernel_14x32__avx512,
-	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_14x32_strided__avx512,
+	{.name = "avx512_12x32", .isa = KCPU_AVX512, .mr = 12, .nr = 32, .fn = kgemm_ukernel_12x32__avx512,
+	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_12x32_strided__avx512,
 	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4},
 	{.name = "avx2_6x16", .isa = KCPU_AVX2, .mr = 6, .nr = 16, .fn = kgemm_ukernel_6x16__avx2,
 	 .kc = KGEMM_KC, .mc = KGEMM_MC, .nc = KGEMM_NC},
@@ -62,32 +76,16 @@ enum { KGEMM_NUKERNELS = sizeof kgemm_ukernels / sizeof kgemm_ukernels[0] };
 
 static pthread_once_t kgemm_once = PTHREAD_ONCE_INIT;
 static const kgemm_ukernel_desc *kgemm_selected;
-static kgemm_ukernel_desc kgemm_tuned; /* TEMP: tuning override */
 
 static void kgemm_select(void)
 {
 	unsigned f = kcpu_features();
-	const char *want = getenv("AIR_GEMM_TUNE"); /* TEMP: "name[,kc,mc,nc]" */
 	kgemm_selected = &kgemm_ukernels[KGEMM_NUKERNELS - 1];
 	for (int i = 0; i < KGEMM_NUKERNELS; i++) {
-		if ((kgemm_ukernels[i].isa & f) == kgemm_ukernels[i].isa &&
-		    (!want || strncmp(want, kgemm_ukernels[i].name, strlen(kgemm_ukernels[i].name)) == 0)) {
+		if ((kgemm_ukernels[i].isa & f) == kgemm_ukernels[i].isa) {
 			kgemm_selected = &kgemm_ukernels[i];
 			break;
 		}
-	}
-	if (want && strchr(want, ',')) {
-		kgemm_tuned = *kgemm_selected;
-		const char *q = strchr(want, ',') + 1;
-		kgemm_tuned.kc = atoi(q);
-		q = strchr(q, ',');
-		if (q) {
-			kgemm_tuned.mc = atoi(++q);
-			q = strchr(q, ',');
-			if (q)
-				kgemm_tuned.nc = atoi(++q);
-		}
-		kgemm_selected = &kgemm_tuned;
 	}
 }
 
@@ -419,11 +417,20 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 			cs = mr;
 		}
 		te.flags = (pc == 0 ? KGEMM_TILE_FIRST : 0) | (pc + kc == K ? KGEMM_TILE_LAST : 0);
+		/* lines of a B micro-panel to prefetch per micro-tile: the next
+		 * panel comes from L3 while this one is in use */
+		const int64_t plines = kc * nr / 16, tiles = kgemm_cdiv(m1 - m0, mr);
+		const int64_t pf_step = kgemm_cdiv(plines, tiles);
 		for (int64_t jj = n0; jj < n1; jj += nr) {
 			const float *bp = Bp + (jj / nr) * K * nr + pc * nr;
+			const char *next = jj + nr < n1 ? (const char *)(bp + K * nr) : NULL;
 			const int n = (int)kgemm_min(nr, n1 - jj);
 			te.bias_n = ep->bias_n ? ep->bias_n + jj : NULL;
+			int64_t pf = 0;
 			for (int64_t ii = m0; ii < m1; ii += mr) {
+				if (next)
+					for (int64_t e = kgemm_min(plines, pf + pf_step); pf < e; pf++)
+						__builtin_prefetch(next + pf * 64, 0, 2);
 				te.bias_m = ep->bias_m ? ep->bias_m + ii : NULL;
 				te.res = res ? res + ii * te.ld_res + jj : NULL;
 				/* a packed panel holds mr rows: (ii - m0) * kc = panel * mr * kc */
@@ -495,7 +502,7 @@ static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, in
 	int nthreads = rt_pool_size(pool);
 	kgemm_job j = {uk, M, N, K, A, bs_a, rs_a, cs_a, Bp, bs_bp, C, bs_c, ldc, ep,
 		       kgemm_make_plan(uk, batch, M, N, K, nthreads), slots, kgemm_slot_bytes(uk, M, K),
-		       cs_a == 1 && !(getenv("AIR_GEMM_PACKA") && N >= atoi(getenv("AIR_GEMM_PACKA")))};
+		       cs_a == 1};
 	rt_pool_run(pool, batch * j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 
@@ -538,7 +545,8 @@ typedef struct kgemm_thin_job {
 	int64_t ldc;
 	const k_epilogue *ep;
 	int use_dot;
-	int64_t cols; /* columns per task */
+	int64_t cols;     /* columns per task */
+	const float *Ap; /* A packed in mr-row panels, or NULL */
 } kgemm_thin_job;
 
 static void kgemm_thin_task(void *ctx, int64_t t, int thread)
@@ -564,6 +572,8 @@ static void kgemm_thin_task(void *ctx, int64_t t, int thread)
 			float *c = j->C + ii * j->ldc + jj;
 			if (j->use_dot)
 				uk->dot(j->K, a, j->rs_a, j->B + jj * j->cs_b, j->cs_b, c, j->ldc, m, n, &te);
+			else if (j->Ap)
+				uk->strided(j->K, j->Ap + ii * j->K, 1, mr, j->B + jj, j->rs_b, c, j->ldc, m, n, &te);
 			else
 				uk->strided(j->K, a, j->rs_a, j->cs_a, j->B + jj, j->rs_b, c, j->ldc, m, n, &te);
 		}
@@ -576,17 +586,25 @@ static void kgemm_thin_task(void *ctx, int64_t t, int thread)
  * when neither fits. */
 static int kgemm_thin(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
 		      int64_t rs_a, int64_t cs_a, const float *B, int64_t rs_b, int64_t cs_b, float *C,
-		      int64_t ldc, const k_epilogue *ep, rt_pool *pool)
+		      int64_t ldc, const k_epilogue *ep, rt_pool *pool, float *workspace)
 {
 	if (M > KGEMM_THIN_M)
 		return 0;
-	kgemm_thin_job j = {uk, M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, ep, 0, 0};
-	if (cs_b == 1 && uk->strided)
+	kgemm_thin_job j = {uk, M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, ep, 0, 0, NULL};
+	if (cs_b == 1 && uk->strided) {
 		j.use_dot = 0;
-	else if (rs_b == 1 && cs_a == 1 && uk->dot)
+		/* rows of A read in place are up to mr streams that may share an L1
+		 * set (lda a multiple of 4 KiB); packed, they are one. The panels
+		 * (at most 2 * mr <= nr rows of K) fit where kgemm_f32 packs B. */
+		if (M > 1 || cs_a != 1) {
+			kgemm_pack_a(M, K, A, rs_a, cs_a, uk->mr, workspace);
+			j.Ap = workspace;
+		}
+	} else if (rs_b == 1 && cs_a == 1 && uk->dot) {
 		j.use_dot = 1;
-	else
+	} else {
 		return 0;
+	}
 	const int nr = j.use_dot ? uk->dot_nr : uk->nr;
 	int64_t ntasks = 1, nthreads = rt_pool_size(pool);
 	if (nthreads > 1 && (double)M * N * K >= KGEMM_PARALLEL_MIN_MACS)
@@ -606,8 +624,12 @@ void kgemm_f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t r
 	ep = kgemm_ep_or_none(ep, &none);
 	if (kgemm_trivial(1, M, N, K, C, 0, ldc, ep))
 		return;
-	/* packed->nr is the selected kernel's: both come from kgemm_ukernel() */
-	kgemm_run(kgemm_ukernel(), 1, M, N, K, A, 0, rs_a, cs_a, B->data, 0, C, 0, ldc, ep, pool, workspace);
+	/* packed->nr is the selected kernel's: both come from kgemm_ukernel(),
+	 * chosen once per process */
+	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	if (B->nr != uk->nr) /* unreachable; never read panels of another width */
+		return;
+	kgemm_run(uk, 1, M, N, K, A, 0, rs_a, cs_a, B->data, 0, C, 0, ldc, ep, pool, workspace);
 }
 
 void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a, const float *B,
@@ -619,7 +641,7 @@ void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, in
 	if (kgemm_trivial(1, M, N, K, C, 0, ldc, ep))
 		return;
 	const kgemm_ukernel_desc *uk = kgemm_ukernel();
-	if (kgemm_thin(uk, M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, ep, pool))
+	if (kgemm_thin(uk, M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, ep, pool, workspace))
 		return;
 	float *Bp = workspace;
 	char *slots = (char *)workspace + kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float));

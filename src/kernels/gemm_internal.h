@@ -7,7 +7,8 @@
  * is, but kernels must not rely on it (a caller's slice may not be). A is read through
  * strides: element (r, p) of the tile's rows is a[r * rs_a + p * cs_a]. The
  * driver passes either A itself (row-major A: rs_a = lda, cs_a = 1; no
- * packing at all) or a packed panel (rs_a = 1, cs_a = mr, zero-padded). */
+ * packing at all) or a packed panel (rs_a = 1, cs_a = mr, zero-padded), and
+ * never anything else: kernels may specialize for exactly these two. */
 #ifndef AIR_KERNELS_GEMM_INTERNAL_H
 #define AIR_KERNELS_GEMM_INTERNAL_H
 
@@ -87,9 +88,9 @@ void kgemm_ukernel_4x16__scalar(int64_t kc, const float *a, int64_t rs_a, int64_
 #ifdef AIR_HAVE_X86
 void kgemm_ukernel_6x16__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 			      float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
-void kgemm_ukernel_14x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
-void kgemm_ukernel_14x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+void kgemm_ukernel_12x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
 					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
 					 const kgemm_tile_ep *ep);
 void kgemm_dot_4x4__avx512(int64_t K, const float *a, int64_t lda, const float *bt, int64_t ldbt, float *c,

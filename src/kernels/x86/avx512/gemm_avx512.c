@@ -73,10 +73,51 @@ AIR_INLINE __m512 loadb(const int BMASK, __mmask16 m, const float *p)
 	return BMASK ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
 }
 
-/* One tile: ROWS rows (<= MR) x NV vectors (<= NRV, the panel's width in
- * vectors), S accumulator sets. The B panel has NRV * 16 floats per k. */
-AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK, int64_t kc, const float *a,
-		     int64_t rs_a, int64_t cs_a, const float *b, const int64_t NR, float *c, int64_t ldc,
+/* B read in place walks rows that are each in another page, where the
+ * hardware prefetchers lose track: fetch the row PF_ROWS ahead (all lines
+ * of its n columns; past the end of B the prefetch is harmless). */
+enum { PF_ROWS = 24 };
+AIR_INLINE void prefetch_row(const float *p, int n)
+{
+	_mm_prefetch((const char *)p, _MM_HINT_T0);
+	_mm_prefetch((const char *)(p + n - 1), _MM_HINT_T0);
+	if (n > 16)
+		_mm_prefetch((const char *)(p + 16), _MM_HINT_T0);
+}
+
+enum { MR = 12, NR = 32 };
+
+/* Row r of the tile's A, k steps on. Rows read in place (PACKED 0: cs_a is
+ * 1, row r at a + r * rs_a) are reached from one base pointer per 3 rows
+ * with the row stride as the index register (scale 4 or 8): 12 rows take 4
+ * bases and one index, where one pointer per row spilled to the stack and
+ * cost a load per row per k. A packed panel (PACKED 1: rs_a 1, cs_a MR) is
+ * one pointer with constant offsets. */
+typedef struct arows {
+	const float *base[4];
+	int64_t rs;
+} arows;
+
+AIR_INLINE float aload(const int PACKED, const arows *A, int r, int k)
+{
+	return PACKED ? A->base[0][k * MR + r] : A->base[r / 3][(r % 3) * A->rs + k];
+}
+
+AIR_INLINE void aadvance(const int PACKED, const int ROWS, arows *A, int k)
+{
+	if (PACKED) {
+		A->base[0] += k * MR;
+		return;
+	}
+#pragma GCC unroll 4
+	for (int q = 0; q < (ROWS + 2) / 3; q++)
+		A->base[q] += k;
+}
+
+/* One tile: ROWS rows (<= MR) x NV vectors of 16 columns, S accumulator
+ * sets; B row p at b + p * ldb (BMASK: B read in place, masked to n). */
+AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK, const int PACKED, int64_t kc,
+		     const float *a, int64_t rs_a, const float *b, const int64_t ldb, float *c, int64_t ldc,
 		     int n, const kgemm_tile_ep *ep)
 {
 	enum { MAXR = 16, MAXV = 4, MAXS = 4 };
@@ -105,28 +146,35 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 					_mm_prefetch((const char *)(pc + r * ld + v * 16), _MM_HINT_T0);
 		}
 	}
-	int64_t p = 0;
-	if (S > 1) {
-		for (; p + S <= kc; p += S) {
+	arows A;
+	A.rs = rs_a;
 #pragma GCC unroll 4
-			for (int s = 0; s < S; s++) {
-				__m512 bv[MAXV];
+	for (int q = 0; q < 4; q++)
+		A.base[q] = a + (PACKED ? 0 : 3 * q * rs_a);
+	/* U k steps per iteration; with S sets, step u adds into set u */
+	const int U = S > 1 ? S : 1;
+	int64_t p = 0;
+	for (; p + U <= kc; p += U) {
+#pragma GCC unroll 4
+		for (int u = 0; u < U; u++) {
+			const int s = S > 1 ? u : 0;
+			__m512 bv[MAXV];
+			if (BMASK)
+				prefetch_row(b + (u + PF_ROWS) * ldb, n);
+#pragma GCC unroll 4
+			for (int v = 0; v < NV; v++)
+				bv[v] = loadb(BMASK, mask[v], b + u * ldb + v * 16);
+#pragma GCC unroll 16
+			for (int r = 0; r < ROWS; r++) {
+				__m512 ar = _mm512_set1_ps(aload(PACKED, &A, r, u));
 #pragma GCC unroll 4
 				for (int v = 0; v < NV; v++)
-					bv[v] = loadb(BMASK, mask[v], b + s * NR + v * 16);
-#pragma GCC unroll 16
-				for (int r = 0; r < ROWS; r++) {
-					__m512 ar = _mm512_set1_ps(a[s * cs_a + r * rs_a]);
-#pragma GCC unroll 4
-					for (int v = 0; v < NV; v++)
-						acc[s][r][v] = _mm512_fmadd_ps(ar, bv[v], acc[s][r][v]);
-				}
+					acc[s][r][v] = _mm512_fmadd_ps(ar, bv[v], acc[s][r][v]);
 			}
-			a += S * cs_a;
-			b += S * NR;
 		}
+		aadvance(PACKED, ROWS, &A, U);
+		b += U * ldb;
 	}
-#pragma GCC unroll 2
 	for (; p < kc; p++) {
 		__m512 bv[MAXV];
 #pragma GCC unroll 4
@@ -134,13 +182,13 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 			bv[v] = loadb(BMASK, mask[v], b + v * 16);
 #pragma GCC unroll 16
 		for (int r = 0; r < ROWS; r++) {
-			__m512 ar = _mm512_set1_ps(a[r * rs_a]);
+			__m512 ar = _mm512_set1_ps(aload(PACKED, &A, r, 0));
 #pragma GCC unroll 4
 			for (int v = 0; v < NV; v++)
 				acc[0][r][v] = _mm512_fmadd_ps(ar, bv[v], acc[0][r][v]);
 		}
-		a += cs_a;
-		b += NR;
+		aadvance(PACKED, ROWS, &A, 1);
+		b += ldb;
 	}
 #pragma GCC unroll 4
 	for (int s = 1; s < S; s++)
@@ -184,40 +232,46 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 /* Accumulator sets for a ROWS x NV tile: enough to keep 8 FMAs in flight. */
 #define KSETS(rows, nv) ((rows) * (nv) >= 8 ? 1 : (rows) * (nv) >= 4 ? 2 : 4)
 
-enum { MR = 14, NR = 32 };
-
 /* The variants for one row count R, by vectors of columns used (n <= 16:
  * one), with B read whole from a panel (BM 0) or masked in place (BM 1). */
-#define TILE_ROWS(R, BM, LDB)                                                                          \
+#define TILE_ROWS(R, BM, PK, LDB)                                                                      \
 	case R:                                                                                        \
 		if (n > 16)                                                                            \
-			tile(R, 2, KSETS(R, 2), BM, kc, a, rs_a, cs_a, b, LDB, c, ldc, n, ep);         \
+			tile(R, 2, KSETS(R, 2), BM, PK, kc, a, rs_a, b, LDB, c, ldc, n, ep);           \
 		else                                                                                   \
-			tile(R, 1, KSETS(R, 1), BM, kc, a, rs_a, cs_a, b, LDB, c, ldc, n, ep);         \
+			tile(R, 1, KSETS(R, 1), BM, PK, kc, a, rs_a, b, LDB, c, ldc, n, ep);           \
 		return;
 
-#define TILE_ALL_ROWS(BM, LDB)                                                                         \
+#define TILE_ALL_ROWS(BM, PK, LDB)                                                                     \
 	switch (m) {                                                                                   \
-		TILE_ROWS(14, BM, LDB) TILE_ROWS(13, BM, LDB) TILE_ROWS(12, BM, LDB)                   \
-		TILE_ROWS(11, BM, LDB) TILE_ROWS(10, BM, LDB) TILE_ROWS(9, BM, LDB)                    \
-		TILE_ROWS(8, BM, LDB) TILE_ROWS(7, BM, LDB) TILE_ROWS(6, BM, LDB)                      \
-		TILE_ROWS(5, BM, LDB) TILE_ROWS(4, BM, LDB) TILE_ROWS(3, BM, LDB)                      \
-		TILE_ROWS(2, BM, LDB) TILE_ROWS(1, BM, LDB)                                            \
+		TILE_ROWS(MR, BM, PK, LDB) TILE_ROWS(MR - 1, BM, PK, LDB) TILE_ROWS(MR - 2, BM, PK, LDB) \
+		TILE_ROWS(MR - 3, BM, PK, LDB) TILE_ROWS(MR - 4, BM, PK, LDB) TILE_ROWS(MR - 5, BM, PK, LDB) \
+		TILE_ROWS(MR - 6, BM, PK, LDB) TILE_ROWS(MR - 7, BM, PK, LDB) TILE_ROWS(MR - 8, BM, PK, LDB) \
+		TILE_ROWS(MR - 9, BM, PK, LDB) TILE_ROWS(MR - 10, BM, PK, LDB) TILE_ROWS(MR - 11, BM, PK, LDB) \
 	default: return;                                                                               \
 	}
 
-/* 28 accumulators + 2 B vectors + 1 broadcast: 31 of the 32 ZMM registers.
- * Measured against 12x32, 8x48 and 6x64 tiles on the shapes of
- * tests/c/bench_gemm.c: best or tied on nearly all (commit message). */
-void kgemm_ukernel_14x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+/* 24 accumulators, 2 B vectors and a broadcast. A 14x32 tile (28
+ * accumulators, 31 registers) made GCC spill two accumulators to the stack
+ * and ran 10% slower than this one (bench_gemm, commit message); 8x48 and
+ * 6x64 tiles were slower still. */
+/* A is read in place (cs_a == 1) or packed (rs_a == 1, cs_a == MR): the only
+ * layouts the driver passes (gemm_internal.h). */
+void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
-	TILE_ALL_ROWS(0, NR)
+	if (cs_a == 1) {
+		TILE_ALL_ROWS(0, 0, NR)
+	}
+	TILE_ALL_ROWS(0, 1, NR)
 }
 
-void kgemm_ukernel_14x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+void kgemm_ukernel_12x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
 					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
 					 const kgemm_tile_ep *ep)
 {
-	TILE_ALL_ROWS(1, ldb)
+	if (cs_a == 1) {
+		TILE_ALL_ROWS(1, 0, ldb)
+	}
+	TILE_ALL_ROWS(1, 1, ldb)
 }
