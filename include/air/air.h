@@ -251,7 +251,9 @@ typedef struct air_memory_info {
 	size_t no_reuse_bytes;  /* every activation in its own buffer (the sum) */
 	size_t weight_bytes;    /* constant bytes the model holds: copies it owns
 				 * (copied or folded constants) and kernel data
-				 * prepared from them (packed weights) */
+				 * prepared from them (packed weights: exact for
+				 * packed GEMM operands, else estimated as the
+				 * bytes of the constants they were made from) */
 	size_t borrowed_bytes;  /* constants used in place (AIR_CONSTANT_BORROW) */
 } air_memory_info;
 

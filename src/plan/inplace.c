@@ -4,6 +4,7 @@
  * ahead of what it has written, and never reads it again after. */
 #include <string.h>
 
+#include "kernels/conv_nhwc.h"
 #include "kernels/linalg_fast.h"
 #include "ops/op.h"
 #include "plan/arena.h"
@@ -37,8 +38,10 @@ static int residual_input(const ir_node *n, const op_def *def)
  * exactly (same pointer and row stride, as these kernels pass it). Not
  * here: the reference conv2d and linear kernels and the depthwise kernel,
  * which write y first and add the residual after. */
-static const k_kernel *const residual_in_place[] = {&kfast_linear_packed, &kfast_linear, &kfast_conv2d_1x1,
-						    &kfast_conv2d_im2col, NULL};
+static const k_kernel *const residual_in_place[] = {
+	&kfast_linear_packed, &kfast_linear, &kfast_conv2d_1x1, &kfast_conv2d_im2col,
+	&kfast_conv2d_nhwc_1x1, &kfast_conv2d_nhwc_im2col, NULL,
+};
 
 bool mp_inplace_allowed(const air_model *m, int k, int i)
 {

@@ -76,11 +76,15 @@ static void put_graph(out_t *o, const air_model *m, const air_graph *g, bool aft
 		put_type(o, g, g->inputs[i]);
 		put(o, "\"];\n");
 	}
+	int *uses = ir_count_uses(g); /* NULL when out of memory: draw all */
 	for (int c = 0; c < g->n_consts; c++) {
+		if (uses && uses[g->consts[c].value] == 0)
+			continue; /* replaced by a pass (folded), read by nothing */
 		put(o, "  c%d [shape=box, style=\"rounded,dashed\", color=gray50, fontcolor=gray30, label=\"", c);
 		put_type(o, g, g->consts[c].value);
 		put(o, "\"];\n");
 	}
+	free(uses);
 	for (int k = 0; k < g->n_nodes; k++) {
 		const ir_node *n = &g->nodes[k];
 		put(o, "  n%d [shape=box, label=\"%s", k, op_get(n->op)->name);
@@ -88,6 +92,9 @@ static void put_graph(out_t *o, const air_model *m, const air_graph *g, bool aft
 			const rt_step *st = &m->steps[k];
 			put(o, "\\n%s", st->alias ? "(alias)" : st->kernel->name);
 		}
+		char fused[512];
+		if (after && rt_fused_text(n, fused, sizeof fused))
+			put(o, "\\n%s", fused);
 		put(o, "\\n");
 		put_type(o, g, n->out[0]);
 		if (inplace && inplace[k] >= 0)

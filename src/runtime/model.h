@@ -42,6 +42,10 @@ air_status rt_keep_graph_before(air_model *m);
  * inplace (n_steps entries, or NULL) gets each step's in-place input or -1. */
 air_status rt_static_memory(const air_model *m, air_memory_info *info, int *inplace);
 
+/* What a fused node does ("linear epilogue: + bias -> gelu") into buf;
+ * 0 if n is no fusion (report.c). */
+int rt_fused_text(const ir_node *n, char *buf, size_t size);
+
 /* Weight and borrowed bytes of m (report.c). */
 void rt_weight_bytes(const air_model *m, size_t *weights, size_t *borrowed);
 

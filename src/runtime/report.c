@@ -151,31 +151,69 @@ static int add_fused(sbuf *s, const ir_node *n)
 	return 1;
 }
 
-/* Bytes of a kernel's prepared data, for the kernels known to prepare. */
-static size_t prepared_bytes(const rt_step *st)
+int rt_fused_text(const ir_node *n, char *buf, size_t size)
+{
+	sbuf s = {0};
+	int r = add_fused(&s, n) && !s.oom;
+	if (size)
+		snprintf(buf, size, "%s", r && s.buf ? s.buf : "");
+	free(s.buf);
+	return r;
+}
+
+/* Bytes of a step's prepared data: exact for the kernels whose data is one
+ * packed GEMM operand; for other kernels that prepared something, estimated
+ * as the bytes of the constant inputs it was prepared from (*estimated
+ * counts those). k_kernel has no size hook: adding a field would touch
+ * every kernel's positional initializer. */
+static size_t prepared_bytes(const air_model *m, const rt_step *st, int *estimated)
 {
 	if (!st->prepared)
 		return 0;
 	if (st->kernel == &kfast_mm_packed || st->kernel == &kfast_addmm_packed || st->kernel == &kfast_linear_packed)
 		return kgemm_packed_b_bytes(st->prepared);
-	return 0;
+	const ir_node *n = &m->g->nodes[st->node];
+	size_t bytes = 0;
+	for (int i = 0; i < n->n_in; i++) {
+		const ir_value *v = &m->g->values[n->in[i]];
+		if (v->kind == IR_CONSTANT)
+			bytes += m->g->consts[v->index].nbytes;
+	}
+	(*estimated)++;
+	return bytes;
+}
+
+/* Constant bytes the model holds (owned copies, prepared data) and those
+ * it borrows; *estimated: prepared steps whose size is estimated. */
+static void weight_bytes(const air_model *m, size_t *owned, size_t *prepared, size_t *borrowed, int *estimated)
+{
+	*owned = *prepared = *borrowed = 0;
+	*estimated = 0;
+	/* owned bytes count used or not (the model holds them); borrowed
+	 * ones only while a node still reads them (a pass may have replaced
+	 * them, e.g. by their batch-norm-folded form) */
+	int *uses = ir_count_uses(m->g);
+	for (int c = 0; c < m->g->n_consts; c++) {
+		const ir_constant *k = &m->g->consts[c];
+		if (k->owned)
+			*owned += k->nbytes;
+		else if (!uses || uses[k->value] > 0)
+			*borrowed += k->nbytes;
+	}
+	free(uses);
+	for (int k = 0; k < m->n_steps; k++)
+		*prepared += prepared_bytes(m, &m->steps[k], estimated);
 }
 
 void rt_weight_bytes(const air_model *m, size_t *weights, size_t *borrowed)
 {
-	*weights = *borrowed = 0;
-	for (int c = 0; c < m->g->n_consts; c++) {
-		const ir_constant *k = &m->g->consts[c];
-		if (k->owned)
-			*weights += k->nbytes;
-		else
-			*borrowed += k->nbytes;
-	}
-	for (int k = 0; k < m->n_steps; k++)
-		*weights += prepared_bytes(&m->steps[k]);
+	size_t owned, prepared;
+	int estimated;
+	weight_bytes(m, &owned, &prepared, borrowed, &estimated);
+	*weights = owned + prepared;
 }
 
-static void add_memory(sbuf *s, const air_memory_info *mem, bool at_compile)
+static void add_memory(sbuf *s, const air_model *m, const air_memory_info *mem, bool at_compile)
 {
 	if (!mem->known) {
 		add(s, "memory: sizes are symbolic; each session plans its own (air_session_memory_info)\n");
@@ -192,8 +230,17 @@ static void add_memory(sbuf *s, const air_memory_info *mem, bool at_compile)
 			add(s, ", planned is %.1f%% of it", 100.0 * (double)mem->arena_bytes / (double)mem->no_reuse_bytes);
 		add(s, "\n");
 	}
+	size_t owned, prepared, borrowed;
+	int estimated;
+	weight_bytes(m, &owned, &prepared, &borrowed, &estimated);
 	add(s, "  weights held by the model: ");
 	add_bytes(s, mem->weight_bytes);
+	add(s, " = owned constants ");
+	add_bytes(s, owned);
+	add(s, " + prepared kernel data ");
+	add_bytes(s, prepared);
+	if (estimated)
+		add(s, " (%d step(s) estimated from their constant inputs)", estimated);
 	add(s, "; borrowed: ");
 	add_bytes(s, mem->borrowed_bytes);
 	add(s, "\n");
@@ -262,7 +309,7 @@ air_status rt_model_report(air_model *m)
 		add(&s, "\n");
 	}
 	free(inplace);
-	add_memory(&s, &m->mem, true);
+	add_memory(&s, m, &m->mem, true);
 	if (s.oom) {
 		free(s.buf);
 		return air_error(AIR_OUT_OF_MEMORY, "report: no memory");

@@ -137,7 +137,7 @@ static void report_static(void)
 	CHECK(op_nodes(after) == steps);
 	CHECK(steps < 7);
 	CHECK(has(before, "in0 -> n0"));
-	CHECK(has(after, "fused_elementwise"));
+	CHECK(has(after, "fused_elementwise (3 ops): relu tanh exp"));
 	CHECK(has(after, "in place of input"));
 	CHECK(count(before, "{") == count(before, "}"));
 	CHECK(has(before, "out0 [shape=ellipse"));

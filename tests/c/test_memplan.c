@@ -822,42 +822,49 @@ static int linear_residual(void)
 	return ran;
 }
 
-/* conv2d(x, w, bias, r) with has_residual: 1x1 and 3x3 (GEMM epilogue, in
- * place) and depthwise (not in place). */
+/* conv2d and conv2d_nhwc (x, w, bias, r) with has_residual: 1x1 and 3x3
+ * (GEMM epilogue, in place) and depthwise (not in place). */
 static int conv_residual(void)
 {
 	static const struct {
 		int k, groups, cin, cout;
-	} cases[] = {{1, 1, 5, 6}, {3, 1, 5, 6}, {3, 1, 3, 17}, {3, 5, 5, 5}};
+	} cases[] = {{1, 1, 5, 6}, {3, 1, 5, 6}, {3, 1, 3, 17}, {1, 1, 40, 33}, {3, 5, 5, 5}};
 	int ran = 0;
-	for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
-		int k = cases[t].k, G = cases[t].groups, C = cases[t].cin, O = cases[t].cout;
-		air_graph *g = NULL;
-		CHECK_OK(air_graph_create(&g));
-		air_dim xd[4] = {2, C, 7, 9}, rd[4] = {2, O, 7, 9};
-		int64_t wd[4] = {O, C / G, k, k}, bd[1] = {O}, pad[2] = {k / 2, k / 2};
-		air_value x = 0, rin = 0;
-		CHECK_OK(air_graph_add_input(g, "x", AIR_F32, 4, xd, &x));
-		CHECK_OK(air_graph_add_input(g, "r", AIR_F32, 4, rd, &rin));
-		air_value r = node1(g, "neg", rin);
-		air_value in[4] = {x, constant(g, 4, wd, 21, 0.2f), constant(g, 1, bd, 22, 0.1f), r};
-		air_attr at[3] = {{"padding", AIR_ATTR_INTS, 0, 0, pad, 2},
-				  {"groups", AIR_ATTR_INT, G, 0, NULL, 0},
-				  {"has_residual", AIR_ATTR_INT, 1, 0, NULL, 0}};
-		air_value y = 0;
-		int no = 0;
-		if (air_graph_add_node(g, "conv2d", in, 4, at, 3, &y, 1, &no) != AIR_OK) {
+	for (int nhwc = 0; nhwc < 2; nhwc++)
+		for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+			int k = cases[t].k, G = cases[t].groups, C = cases[t].cin, O = cases[t].cout;
+			air_graph *g = NULL;
+			CHECK_OK(air_graph_create(&g));
+			air_dim xd[4] = {2, C, 7, 9}, rd[4] = {2, O, 7, 9};
+			if (nhwc) {
+				air_dim xn[4] = {2, 7, 9, C}, rn[4] = {2, 7, 9, O};
+				memcpy(xd, xn, sizeof xd);
+				memcpy(rd, rn, sizeof rd);
+			}
+			int64_t wd[4] = {O, C / G, k, k}, bd[1] = {O}, pad[2] = {k / 2, k / 2};
+			air_value x = 0, rin = 0;
+			CHECK_OK(air_graph_add_input(g, "x", AIR_F32, 4, xd, &x));
+			CHECK_OK(air_graph_add_input(g, "r", AIR_F32, 4, rd, &rin));
+			air_value r = node1(g, "neg", rin);
+			air_value in[4] = {x, constant(g, 4, wd, 21, 0.2f), constant(g, 1, bd, 22, 0.1f), r};
+			air_attr at[3] = {{"padding", AIR_ATTR_INTS, 0, 0, pad, 2},
+					  {"groups", AIR_ATTR_INT, G, 0, NULL, 0},
+					  {"has_residual", AIR_ATTR_INT, 1, 0, NULL, 0}};
+			air_value y = 0;
+			int no = 0;
+			const char *op = nhwc ? "conv2d_nhwc" : "conv2d";
+			if (air_graph_add_node(g, op, in, 4, at, 3, &y, 1, &no) != AIR_OK) {
+				air_graph_destroy(g); /* no such op or no fused residual yet */
+				continue;
+			}
+			out1(g, node1(g, "neg", y));
+			char label[64];
+			snprintf(label, sizeof label, "%s k%d groups %d %d->%d", op, k, G, C, O);
+			residual_case(g, AIR_COMPILE_OP_BY_OP, 1, G == 1 ? 3 : -1, label);
+			residual_case(g, AIR_COMPILE_OP_BY_OP | AIR_COMPILE_REFERENCE_KERNELS, 1, -1, label);
 			air_graph_destroy(g);
-			return 0;
+			ran++;
 		}
-		out1(g, node1(g, "neg", y));
-		char label[64];
-		snprintf(label, sizeof label, "conv2d k%d groups %d %d->%d", k, G, C, O);
-		residual_case(g, AIR_COMPILE_OP_BY_OP, 1, G == 1 ? 3 : -1, label);
-		residual_case(g, AIR_COMPILE_OP_BY_OP | AIR_COMPILE_REFERENCE_KERNELS, 1, -1, label);
-		air_graph_destroy(g);
-		ran++;
-	}
 	return ran;
 }
 
