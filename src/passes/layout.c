@@ -5,7 +5,9 @@
  * A region is a connected set of nodes, linked by the [N, C, H, W] values
  * they pass each other, of these kinds:
  *   conv2d      f32, constant weight (its kernel packs it at compile time);
- *   pooling     max_pool2d, avg_pool2d, adaptive_avg_pool2d, rank 4;
+ *   pooling     max_pool2d, avg_pool2d, adaptive_avg_pool2d, rank 4, and
+ *               mean over H and W (the global pool that usually ends it:
+ *               without keepdim its [N, C] needs no permute at all);
  *   elementwise f32 ops of rank 4 whose operands are rank 4 too (they may
  *               broadcast: that commutes with the permute) or have only
  *               dims of 1 (the same in any layout).
@@ -26,7 +28,7 @@
 #include "ops/op.h"
 #include "passes/pass.h"
 
-enum { K_OTHER = 0, K_CONV, K_POOL, K_ELEM };
+enum { K_OTHER = 0, K_CONV, K_POOL, K_ELEM, K_MEAN };
 
 typedef struct layout_ctx {
 	air_graph *g;
@@ -34,6 +36,7 @@ typedef struct layout_ctx {
 	char *kind;       /* per node: K_* */
 	int *parent;      /* union-find over nodes */
 	char *in_region;  /* per node */
+	char *nhwc_out;   /* per region node: its output is NHWC (not a mean's [N, C]) */
 	air_value *entry; /* per value: its NHWC copy (where has_entry) */
 	air_value *exit;  /* per value: its NCHW copy (where has_exit) */
 	char *has_entry, *has_exit;
@@ -96,10 +99,34 @@ static bool spatial_input(const air_graph *g, const ir_node *n, int kind, int i)
 {
 	switch (kind) {
 	case K_CONV: return i == 0 || (conv_has_residual(n) && i == n->n_in - 1);
-	case K_POOL: return i == 0;
+	case K_POOL:
+	case K_MEAN: return i == 0;
 	case K_ELEM: return !layout_free(g, n->in[i]);
 	default: return false;
 	}
+}
+
+/* mean over H and W of an f32 [N, C, H, W] (a global average pool): in
+ * NHWC the same mean over axes 1 and 2; without keepdim its [N, C] is the
+ * same in both layouts, so the region ends there with no permute. */
+static bool is_spatial_mean(const air_graph *g, const ir_node *n)
+{
+	const ir_value *x = val(g, n->in[0]);
+	const ir_attr *axes = &n->attrs[attr_index(OP_mean, "axes")];
+	if (x->dtype != AIR_F32 || x->rank != 4 || axes->n != 2)
+		return false;
+	int seen = 0;
+	for (int i = 0; i < 2; i++) {
+		int64_t a = axes->ints[i] < 0 ? axes->ints[i] + 4 : axes->ints[i];
+		if (a == 2 || a == 3)
+			seen |= 1 << (a - 2);
+	}
+	return seen == 3;
+}
+
+static bool mean_keepdim(const ir_node *n)
+{
+	return n->attrs[attr_index(OP_mean, "keepdim")].i != 0;
 }
 
 static int classify(const air_graph *g, const ir_node *n)
@@ -107,6 +134,8 @@ static int classify(const air_graph *g, const ir_node *n)
 	if (n->n_out != 1)
 		return K_OTHER;
 	const ir_value *y = val(g, n->out[0]);
+	if (n->op == OP_mean && is_spatial_mean(g, n))
+		return K_MEAN;
 	if (y->dtype != AIR_F32 || y->rank != 4)
 		return K_OTHER;
 	const ir_value *x = n->n_in > 0 ? val(g, n->in[0]) : NULL;
@@ -278,11 +307,12 @@ static air_status run(layout_ctx *c, pass_log *log)
 	int regions = 0, convs = 0, pools = 0, elems = 0;
 	for (int k = 0; k < n0; k++) {
 		c->in_region[k] = c->kind[k] && has_conv[find(c->parent, k)];
+		c->nhwc_out[k] = c->in_region[k] && (c->kind[k] != K_MEAN || mean_keepdim(&g->nodes[k]));
 		if (c->in_region[k] && find(c->parent, k) == k)
 			regions++;
 		if (c->in_region[k]) {
 			convs += c->kind[k] == K_CONV;
-			pools += c->kind[k] == K_POOL;
+			pools += c->kind[k] == K_POOL || c->kind[k] == K_MEAN;
 			elems += c->kind[k] == K_ELEM;
 		}
 	}
@@ -297,7 +327,7 @@ static air_status run(layout_ctx *c, pass_log *log)
 		for (int i = 0; i < n->n_in; i++) {
 			air_value v = n->in[i];
 			int p = producer(g, v);
-			bool from_region = p >= 0 && c->in_region[p];
+			bool from_region = p >= 0 && c->nhwc_out[p];
 			if (c->in_region[k] && spatial_input(g, n, c->kind[k], i) && !from_region)
 				c->has_entry[v] = 1;
 			if (!c->in_region[k] && from_region)
@@ -306,7 +336,7 @@ static air_status run(layout_ctx *c, pass_log *log)
 	}
 	for (int i = 0; i < g->n_outputs; i++) {
 		int p = producer(g, g->outputs[i]);
-		if (p >= 0 && c->in_region[p])
+		if (p >= 0 && c->nhwc_out[p])
 			c->has_exit[g->outputs[i]] = 1;
 	}
 	/* region values become NHWC, region ops their NHWC forms */
@@ -314,8 +344,13 @@ static air_status run(layout_ctx *c, pass_log *log)
 		if (!c->in_region[k])
 			continue;
 		ir_node *n = &g->nodes[k];
-		to_nhwc(&g->values[n->out[0]]);
-		if (c->kind[k] == K_CONV)
+		if (c->nhwc_out[k])
+			to_nhwc(&g->values[n->out[0]]);
+		if (c->kind[k] == K_MEAN) {
+			ir_attr *axes = &n->attrs[attr_index(OP_mean, "axes")];
+			axes->ints[0] = 1;
+			axes->ints[1] = 2;
+		} else if (c->kind[k] == K_CONV)
 			rewrite_conv(n);
 		else if (c->kind[k] == K_POOL)
 			n->op = pool_nhwc_op(n->op);
@@ -368,6 +403,7 @@ air_status pass_layout(air_graph *g, const pass_options *po, pass_log *log)
 	c.kind = calloc(nn, 1);
 	c.parent = calloc(nn, sizeof *c.parent);
 	c.in_region = calloc(nn, 1);
+	c.nhwc_out = calloc(nn, 1);
 	c.entry = calloc(nv, sizeof *c.entry);
 	c.exit = calloc(nv, sizeof *c.exit);
 	c.has_entry = calloc(nv, 1);
@@ -375,11 +411,11 @@ air_status pass_layout(air_graph *g, const pass_options *po, pass_log *log)
 	/* at most one entry and one exit per value */
 	c.after = calloc(2 * nv, sizeof *c.after);
 	air_status st;
-	if (!c.kind || !c.parent || !c.in_region || !c.entry || !c.exit || !c.has_entry || !c.has_exit || !c.after)
+	if (!c.kind || !c.parent || !c.in_region || !c.nhwc_out || !c.entry || !c.exit || !c.has_entry || !c.has_exit || !c.after)
 		st = air_error(AIR_OUT_OF_MEMORY, "layout: no memory");
 	else
 		st = run(&c, log);
-	free(c.kind), free(c.parent), free(c.in_region), free(c.entry), free(c.exit);
+	free(c.kind), free(c.parent), free(c.in_region), free(c.nhwc_out), free(c.entry), free(c.exit);
 	free(c.has_entry), free(c.has_exit), free(c.after);
 	return st;
 }

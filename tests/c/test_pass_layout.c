@@ -141,7 +141,8 @@ static void gb_free(gb *b)
 		free(b->bufs[i]);
 }
 
-/* x -> conv -> relu -> conv -> add(relu, .) -> max_pool -> output */
+/* x -> conv -> relu -> conv -> add(relu, .) -> max_pool -> output, and
+ * means over H and W of the add and of the pool */
 static void test_region(int symbolic)
 {
 	gb b = {0};
@@ -163,13 +164,21 @@ static void test_region(int symbolic)
 	int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, p1[2] = {1, 1};
 	air_attr mp[3] = {th_ints("kernel", k3, 2), th_ints("stride", s2, 2), th_ints("padding", p1, 2)};
 	air_value y = node(&b, "max_pool2d", &s, 1, mp, 3);
-	TRY(air_graph_set_outputs(b.g, &y, 1));
+	/* global average pools: without keepdim [N, C] leaves with no permute,
+	 * with keepdim [N, C, 1, 1] through a free reshape */
+	int64_t hw[2] = {-1, -2};
+	air_attr ma[2] = {th_ints("axes", hw, 2), th_int("keepdim", 0)};
+	air_value outs[3] = {y, node(&b, "mean", &s, 1, ma, 2), 0};
+	ma[1] = th_int("keepdim", 1);
+	outs[2] = node(&b, "mean", &y, 1, ma, 2);
+	TRY(air_graph_set_outputs(b.g, outs, 3));
 	float *xin = th_randf(N * C * H * W);
 	int64_t dims[1][4] = {{N, C, H, W}};
 	char *rep = NULL;
 	int permutes = compare(&b, symbolic ? "region (symbolic)" : "region", 1, &xin, dims, &rep);
 	CHECK(permutes == 2);
 	CHECK(rep && count(rep, " conv2d_nhwc_") == 2 && count(rep, " max_pool2d_nhwc_") == 1);
+	CHECK(rep && strstr(rep, "3 pool, ") && strstr(rep, "1 free reshape(s) out"));
 	if (permutes != 2 && rep)
 		fprintf(stderr, "%s\n", rep);
 	free(rep);
