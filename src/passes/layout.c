@@ -7,6 +7,7 @@
  *   conv2d      f32, constant weight (its kernel packs it at compile time);
  *   pooling     max_pool2d, avg_pool2d, adaptive_avg_pool2d, rank 4, and
  *               mean over H and W (the global pool that usually ends it:
+ *               with keepdim it becomes the NHWC adaptive pool to [1, 1],
  *               without keepdim its [N, C] needs no permute at all);
  *   elementwise f32 ops of rank 4 whose operands are rank 4 too (they may
  *               broadcast: that commutes with the permute) or have only
@@ -346,7 +347,20 @@ static air_status run(layout_ctx *c, pass_log *log)
 		ir_node *n = &g->nodes[k];
 		if (c->nhwc_out[k])
 			to_nhwc(&g->values[n->out[0]]);
-		if (c->kind[k] == K_MEAN) {
+		if (c->kind[k] == K_MEAN && mean_keepdim(n)) {
+			/* [N, 1, 1, C]: the NHWC pool's output, from its channel-vector kernel */
+			ir_attr *a = &n->attrs[attr_index(OP_mean, "axes")];
+			a->ints[0] = a->ints[1] = 1;
+			for (int i = 0; i < IR_MAX_ATTRS; i++)
+				if (&n->attrs[i] != a) {
+					free(n->attrs[i].ints);
+					memset(&n->attrs[i], 0, sizeof n->attrs[i]);
+				}
+			ir_attr os = *a;
+			memset(a, 0, sizeof *a);
+			n->attrs[attr_index(OP_adaptive_avg_pool2d_nhwc, "output_size")] = os;
+			n->op = OP_adaptive_avg_pool2d_nhwc;
+		} else if (c->kind[k] == K_MEAN) {
 			ir_attr *axes = &n->attrs[attr_index(OP_mean, "axes")];
 			axes->ints[0] = 1;
 			axes->ints[1] = 2;

@@ -179,6 +179,7 @@ static void test_region(int symbolic)
 	CHECK(permutes == 2);
 	CHECK(rep && count(rep, " conv2d_nhwc_") == 2 && count(rep, " max_pool2d_nhwc_") == 1);
 	CHECK(rep && strstr(rep, "3 pool, ") && strstr(rep, "1 free reshape(s) out"));
+	CHECK(rep && count(rep, " adaptive_avg_pool2d_nhwc_") == 1 && count(rep, " mean_") == 1);
 	if (permutes != 2 && rep)
 		fprintf(stderr, "%s\n", rep);
 	free(rep);
