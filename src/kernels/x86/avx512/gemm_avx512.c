@@ -253,10 +253,9 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 
 /* 24 accumulators, 2 B vectors and a broadcast. A 14x32 tile (28
  * accumulators, 31 registers) made GCC spill two accumulators to the stack
- * and ran 10% slower than this one (bench_gemm, commit message); 8x48 and
- * 6x64 tiles were slower still. */
-/* A is read in place (cs_a == 1) or packed (rs_a == 1, cs_a == MR): the only
- * layouts the driver passes (gemm_internal.h). */
+ * and ran about 10% slower than this one; 8x48 and 6x64 tiles were slower
+ * still (bench_gemm). A is read in place (cs_a == 1) or packed (rs_a == 1,
+ * cs_a == MR): the only layouts the driver passes (gemm_internal.h). */
 void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
