@@ -227,7 +227,8 @@ static void add_memory(sbuf *s, const air_model *m, const air_memory_info *mem, 
 		add(s, "\n  without reuse: ");
 		add_bytes(s, mem->no_reuse_bytes);
 		if (mem->no_reuse_bytes > 0)
-			add(s, ", planned is %.1f%% of it", 100.0 * (double)mem->arena_bytes / (double)mem->no_reuse_bytes);
+			add(s, ", planned is %.1f%% of it",
+			    100.0 * (double)mem->arena_bytes / (double)mem->no_reuse_bytes);
 		add(s, "\n");
 	}
 	size_t owned, prepared, borrowed;

@@ -104,8 +104,8 @@ air_status air_session_create(const air_model *m, air_session **out)
 	s->in_const = calloc(nt + 1, sizeof *s->in_const);
 	s->attr_ints = calloc(s->n_attr_ints + 1, sizeof *s->attr_ints);
 	if (!s->in_data || !s->in_rank || !s->in_dims || !s->in_set || !s->out_data || !s->out_bytes ||
-	    !s->out_set || !s->sym || !s->vals || !s->attrs || !s->offsets || !s->inplace || !s->value_bytes || !s->tensor_base || !s->tensors ||
-	    !s->in_const || !s->attr_ints) {
+	    !s->out_set || !s->sym || !s->vals || !s->attrs || !s->offsets || !s->inplace || !s->value_bytes ||
+	    !s->tensor_base || !s->tensors || !s->in_const || !s->attr_ints) {
 		air_session_destroy(s);
 		return air_error(AIR_OUT_OF_MEMORY, "air_session_create: no memory");
 	}

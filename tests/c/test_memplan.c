@@ -591,6 +591,50 @@ static void inplace_cases(void)
 	free(r.out);
 }
 
+/* op over inputs of dtype dt and size n (where's condition: bool), input i
+ * from a copy (an activation dying at op), the rest graph inputs: run with
+ * and without reuse; 1 if it ran (0: the op does not take dt, or its result
+ * has another dtype, so nothing could run in place). */
+static int elementwise_case(const op_def *def, air_dtype dt, int64_t n, int i)
+{
+	air_graph *g = NULL;
+	CHECK_OK(air_graph_create(&g));
+	air_value in[4];
+	air_dim dims[1] = {n};
+	int n_in = def->min_in;
+	for (int j = 0; j < n_in; j++) {
+		air_dtype jt = !strcmp(def->name, "where") && j == 0 ? AIR_BOOL : dt;
+		CHECK_OK(air_graph_add_input(g, NULL, jt, 1, dims, &in[j]));
+	}
+	int no = 0, rank = 0;
+	air_value y = 0, res = 0;
+	air_dtype ydt = AIR_DTYPE_COUNT;
+	bool built = air_graph_add_node(g, "copy", &in[i], 1, NULL, 0, &in[i], 1, &no) == AIR_OK &&
+		     air_graph_add_node(g, def->name, in, n_in, NULL, 0, &y, 1, &no) == AIR_OK &&
+		     air_graph_add_node(g, "copy", &y, 1, NULL, 0, &res, 1, &no) == AIR_OK &&
+		     air_graph_set_outputs(g, &res, 1) == AIR_OK &&
+		     air_graph_value_info(g, y, &ydt, &rank, NULL) == AIR_OK;
+	if (!built || ydt != dt) {
+		air_graph_destroy(g);
+		return 0;
+	}
+	run_result a = run_graph(g, AIR_COMPILE_OP_BY_OP, true);
+	run_result b = run_graph(g, AIR_COMPILE_OP_BY_OP | AIR_COMPILE_NO_MEMORY_REUSE, true);
+	air_graph_destroy(g);
+	if (b.ok) {
+		CHECK(a.ok);
+		CHECK(a.n_steps == 3 && a.inplace[1] == i);
+		bool same = a.ok && a.bytes == b.bytes && !memcmp(a.out, b.out, a.bytes);
+		if (!same)
+			fprintf(stderr, "%s %s n=%lld: in place of input %d differs\n", def->name, air_dtype_name(dt),
+				(long long)n, i);
+		CHECK(same);
+	}
+	free(a.out);
+	free(b.out);
+	return b.ok;
+}
+
 /* Every elementwise op's kernel, run with its output over input i, gives
  * the bytes it gives out of place: for each dtype the op takes, sizes 1, 7
  * and 24033 (more than one parallel task), and each input in turn as the
@@ -604,52 +648,12 @@ static int every_elementwise_op(void)
 		const op_def *def = op_get(op);
 		if (!(def->flags & OPF_ELEMENTWISE) || op == OP_cast || op == OP_fused_elementwise)
 			continue;
-		int n_in = def->min_in, ran = 0;
+		int ran = 0;
 		for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
 			for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
-				for (int i = 0; i < n_in; i++) {
-					air_dtype dt = dtypes[t];
-					if (op == OP_where && i == 0)
-						continue; /* the condition is bool, the output not */
-					air_graph *g = NULL;
-					CHECK_OK(air_graph_create(&g));
-					air_value in[4];
-					air_dim dims[1] = {sizes[z]};
-					bool built = true;
-					for (int j = 0; j < n_in; j++) {
-						air_dtype jt = op == OP_where && j == 0 ? AIR_BOOL : dt;
-						CHECK_OK(air_graph_add_input(g, NULL, jt, 1, dims, &in[j]));
-					}
-					/* input i comes from a copy: an activation that dies at op */
-					int no = 0;
-					air_value y = 0, res = 0;
-					built = air_graph_add_node(g, "copy", &in[i], 1, NULL, 0, &in[i], 1, &no) == AIR_OK &&
-						air_graph_add_node(g, def->name, in, n_in, NULL, 0, &y, 1, &no) == AIR_OK &&
-						air_graph_add_node(g, "copy", &y, 1, NULL, 0, &res, 1, &no) == AIR_OK &&
-						air_graph_set_outputs(g, &res, 1) == AIR_OK;
-					air_dtype ydt = dt;
-					if (built)
-						CHECK_OK(air_graph_value_info(g, y, &ydt, &(int){0}, NULL));
-					if (!built || ydt != dt) {
-						air_graph_destroy(g);
-						continue;
-					}
-					run_result a = run_graph(g, AIR_COMPILE_OP_BY_OP, true);
-					run_result b = run_graph(g, AIR_COMPILE_OP_BY_OP | AIR_COMPILE_NO_MEMORY_REUSE, true);
-					air_graph_destroy(g);
-					if (b.ok) {
-						ran++;
-						CHECK(a.ok);
-						CHECK(a.n_steps == 3 && a.inplace[1] == i);
-						bool same = a.ok && a.bytes == b.bytes && !memcmp(a.out, b.out, a.bytes);
-						if (!same)
-							fprintf(stderr, "%s %s n=%lld: in place of input %d differs\n", def->name,
-								air_dtype_name(dt), (long long)sizes[z], i);
-						CHECK(same);
-					}
-					free(a.out);
-					free(b.out);
-				}
+				/* where's condition is bool and its output not */
+				for (int i = op == OP_where ? 1 : 0; i < def->min_in; i++)
+					ran += elementwise_case(def, dtypes[t], sizes[z], i);
 		if (!ran)
 			fprintf(stderr, "%s: no dtype ran in place\n", def->name);
 		CHECK(ran > 0);
