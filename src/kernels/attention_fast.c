@@ -113,8 +113,8 @@ static size_t align64(size_t n)
 }
 
 /* The workspace: first K^T and V of every key block of every leading index,
- * packed once (kt [E][np], then vp [BK][evp] per block) and shared by all
- * query blocks; then per-thread scratch: scores [BQ][BK], accumulator
+ * packed once (kt [E][np], then vp [BK][evp] per block; V only when Ev is
+ * not a multiple of KATT_PAD) and shared by all query blocks; then per-thread scratch: scores [BQ][BK], accumulator
  * [BQ][evp], m, l, alpha [BQ], a mask row [BK]. */
 typedef struct att_layout {
 	size_t block; /* bytes of one packed key block */
@@ -122,9 +122,9 @@ typedef struct att_layout {
 	size_t s, o, m, l, alpha, mrow, slot; /* byte offsets in a slot; slot = its size */
 } att_layout;
 
-static void att_layout_make(int64_t batch, int64_t S, int64_t E, int64_t evp, att_layout *a)
+static void att_layout_make(int64_t batch, int64_t S, int64_t E, int64_t Ev, int64_t evp, att_layout *a)
 {
-	a->block = align64((size_t)((E > 0 ? E : 1) * KATT_BK + KATT_BK * evp) * sizeof(float));
+	a->block = align64((size_t)((E > 0 ? E : 1) * KATT_BK + (evp != Ev ? KATT_BK * evp : 0)) * sizeof(float));
 	a->packed = a->block * (size_t)batch * (size_t)((S + KATT_BK - 1) / KATT_BK);
 	size_t off = 0;
 #define ATT_TAKE(field, floats)                                  \
@@ -195,7 +195,8 @@ static void pack_task(void *ctx, int64_t t, int thread)
 	int np = (int)pad_to(bk, KATT_PAD);
 	float *kt = (float *)(j->packed + (size_t)t * j->lay.block);
 	pack_kt(j->k + koff + kb0 * g->E, g->E, bk, np, kt);
-	pack_v(j->v + voff + kb0 * g->Ev, g->Ev, bk, j->evp, kt + g->E * np);
+	if (j->evp != g->Ev)
+		pack_v(j->v + voff + kb0 * g->Ev, g->Ev, bk, j->evp, kt + g->E * np);
 }
 
 static void att_task(void *ctx, int64_t t, int thread)
@@ -208,7 +209,6 @@ static void att_task(void *ctx, int64_t t, int thread)
 	int64_t koff, voff, moff, E = g->E, Ev = g->Ev, evp = j->evp;
 	ksdpa_offsets(g, b, &koff, &voff, &moff);
 	(void)koff;
-	(void)voff;
 	char *slot = j->ws + (size_t)thread * a->slot;
 	float *s = (float *)(slot + a->s);
 	float *o = (float *)(slot + a->o), *m = (float *)(slot + a->m), *l = (float *)(slot + a->l);
@@ -231,7 +231,8 @@ static void att_task(void *ctx, int64_t t, int thread)
 		int bk = (int)(kend - kb0 < bk_packed ? kend - kb0 : bk_packed);
 		int np = (int)pad_to(bk_packed, KATT_PAD);
 		const float *kt = (const float *)(j->packed + (size_t)(b * j->nkb + kb0 / KATT_BK) * a->block);
-		const float *vp = kt + E * np;
+		/* V rows already KATT_PAD wide are read in place */
+		const float *vp = evp == Ev ? j->v + voff + kb0 * Ev : kt + E * np;
 		j->ops->qk(q, E, nq, E, kt, np, s);
 		for (int i = 0; i < nq; i++) {
 			int64_t n = bk;
@@ -298,7 +299,7 @@ static size_t flash_ws(const k_call *call, int nthreads)
 	if (ksdpa_geom_make(call, &g) != AIR_OK)
 		return 0;
 	att_layout a;
-	att_layout_make(g.batch, g.S, g.E, pad_to(g.Ev, KATT_PAD), &a);
+	att_layout_make(g.batch, g.S, g.E, g.Ev, pad_to(g.Ev, KATT_PAD), &a);
 	return a.packed + (size_t)(nthreads < 1 ? 1 : nthreads) * a.slot;
 }
 
@@ -317,7 +318,7 @@ static air_status flash_run(const k_call *call)
 	j.evp = pad_to(j.g.Ev, KATT_PAD);
 	j.scale = (float)j.g.scale;
 	j.empty = call->attrs[3].i ? NAN : 0.0f;
-	att_layout_make(j.g.batch, j.g.S, j.g.E, j.evp, &j.lay);
+	att_layout_make(j.g.batch, j.g.S, j.g.E, j.g.Ev, j.evp, &j.lay);
 	j.packed = call->workspace;
 	j.ws = j.packed + j.lay.packed;
 	j.nkb = (j.g.S + KATT_BK - 1) / KATT_BK;
