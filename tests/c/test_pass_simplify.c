@@ -400,6 +400,40 @@ static void test_noops_kept(void)
 	air_graph_destroy(g);
 }
 
+/* A fold whose kernel fails (an index out of range) is left to the run,
+ * which reports the same error as without the pass; a good one folds. */
+static void test_fold_fails(void)
+{
+	for (int bad = 0; bad < 2; bad++) {
+		air_graph *g;
+		CHECK_OK(air_graph_create(&g));
+		air_value x = input(g, "x", 2, (int64_t[]){2, 3});
+		air_value w = constant(g, 2, (int64_t[]){4, 3}, 10), ids;
+		int64_t idv[2] = {1, bad ? 9 : 3};
+		CHECK_OK(air_graph_add_constant(g, AIR_I64, 1, (int64_t[]){2}, idv, 0, &ids));
+		air_value y = node2(g, "add", x, node2(g, "embedding", w, ids));
+		CHECK_OK(air_graph_set_outputs(g, &y, 1));
+		air_model *m = compile(g, 1);
+		CHECK(has(m, bad ? "fold failed 1" : "folded 1"));
+		CHECK(steps(m) == (bad ? 2 : 1));
+		static float out[1][MAXV];
+		if (bad) {
+			air_session *s;
+			CHECK_OK(air_session_create(m, &s));
+			float xin[6] = {0};
+			CHECK_OK(air_session_set_input(s, 0, xin, 2, (int64_t[]){2, 3}));
+			CHECK_OK(air_session_set_output(s, 0, out[0], sizeof out[0]));
+			CHECK(air_session_run(s) == AIR_INVALID_ARGUMENT);
+			air_session_destroy(s);
+		} else {
+			air_model_destroy(m);
+			m = same_as_plain(g, 1, (int[]){6}, 0);
+		}
+		air_model_destroy(m);
+		air_graph_destroy(g);
+	}
+}
+
 /* Graph outputs that a rewrite turns into an input, a constant, or a
  * value that is also another output still come out right. */
 static void test_outputs(void)
@@ -469,6 +503,7 @@ int main(void)
 	test_fold_kept();
 	test_noops();
 	test_noops_kept();
+	test_fold_fails();
 	test_outputs();
 	test_repeats();
 	test_switch();
