@@ -1,7 +1,7 @@
 """Peak memory per mode, each mode in a fresh subprocess (``--memory``).
 
 The child imports torch, builds the model (weights included in the figure), compiles
-and runs it, then reports ``ru_maxrss``: the process's peak resident set. It also
+and runs it, then reports its peak resident set (``VmHWM``; ``ru_maxrss`` where /proc is missing). It also
 reports the RSS after ``import torch`` and after building the model, so a reader can
 tell the mode's own cost from the interpreter's and the weights'.
 
@@ -33,6 +33,16 @@ def _rss_mb() -> float | None:
 
 
 def _maxrss_mb() -> float:
+    """Peak RSS of this process. VmHWM first: ru_maxrss of a process started by
+    fork+exec from a large parent includes the parent's RSS at the fork (Linux keeps
+    the old mm's high-water mark across exec), which made every mode report the
+    bench process's own size."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return r / (1024.0 * 1024.0) if sys.platform == "darwin" else r / 1024.0  # bytes on macOS, KiB on Linux
 
