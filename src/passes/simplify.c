@@ -14,7 +14,8 @@
  *      replaced by it.
  *   5. Constant folding: a node whose inputs are all constants runs its
  *      reference kernel now; the result becomes an owned constant, unless
- *      it would add more than FOLD_GROWTH bytes beyond its inputs.
+ *      it would add more than FOLD_GROWTH bytes beyond its inputs or is a
+ *      product of more than FOLD_WORK multiply-adds.
  *   6. Dead nodes (no output used) are dropped.
  * The graph is functional (values are never written after their node), so
  * replacing a value by an equal one is always valid, graph outputs
@@ -29,6 +30,7 @@
 
 enum { MAX_ROUNDS = 16, MAX_SKIP_LOG = 8 };
 #define FOLD_GROWTH ((size_t)64 << 20)
+#define FOLD_WORK 2.7e8 /* multiply-adds: about a second in the reference kernels at worst */
 
 typedef enum rewrite {
 	RW_ADDMM_LINEAR,
@@ -55,7 +57,7 @@ static const char *const RW_NAME[RW_COUNT] = {
 	"addmm->linear",      "mm->linear",         "linear rank",        "reshape(reshape)",
 	"permute(permute)",   "no-op reshape",      "no-op permute",      "no-op expand",
 	"no-op slice",        "copy",               "no-op cast",         "x*1 x/1 x+-0 x-0",
-	"repeated",           "folded",             "fold skipped (size)", "fold failed",       "dead",
+	"repeated",           "folded",             "fold skipped (size/work)", "fold failed",       "dead",
 };
 
 typedef struct simp {
@@ -577,6 +579,32 @@ static bool foldable(const simp *s, const ir_node *n)
 	return true;
 }
 
+/* Multiply-adds of the products (the reference kernels are plain loops:
+ * a large product of constants would make compiling slow), else 0. */
+static double product_work(const air_graph *g, const ir_node *n)
+{
+	const ir_value *out = &g->values[n->out[0]];
+	double m = 1;
+	for (int d = 0; d < out->rank; d++)
+		m *= (double)out->dims[d];
+	const ir_value *a = n->n_in > 1 ? &g->values[n->in[n->op == OP_addmm ? 1 : 0]] : NULL;
+	switch (n->op) {
+	case OP_mm:
+	case OP_bmm:
+	case OP_addmm:
+	case OP_linear:
+	case OP_sdpa: return a && a->rank > 0 ? m * (double)a->dims[a->rank - 1] : m;
+	case OP_conv2d: {
+		const ir_value *w = &g->values[n->in[1]];
+		double k = 1;
+		for (int d = 1; d < w->rank; d++)
+			k *= (double)w->dims[d];
+		return m * k;
+	}
+	default: return 0;
+	}
+}
+
 /* Runs node k's reference kernel on its constant inputs into outs[]. */
 static air_status evaluate(simp *s, int k, void **outs)
 {
@@ -631,6 +659,12 @@ static air_status rule_fold(simp *s, int k)
 		if (s->count[RW_FOLD_SKIPPED]++ < MAX_SKIP_LOG)
 			pass_logf(s->log, "  not folded: node %d (%s), %zu MiB from %zu MiB of constants\n", k,
 				  def->name, out_bytes >> 20, in_bytes >> 20);
+		return AIR_OK;
+	}
+	double work = product_work(g, n);
+	if (work > FOLD_WORK) {
+		if (s->count[RW_FOLD_SKIPPED]++ < MAX_SKIP_LOG)
+			pass_logf(s->log, "  not folded: node %d (%s), %.0f M multiply-adds\n", k, def->name, work / 1e6);
 		return AIR_OK;
 	}
 	air_value old[OP_MAX_OUT];
