@@ -105,8 +105,8 @@ const char *kgemm_kernel_name(void)
 float kgemm_act_simple_f32(float x, k_act act)
 {
 	switch (act) {
-	case K_ACT_RELU: return x > 0.0f ? x : 0.0f;
-	case K_ACT_RELU6: return x > 0.0f ? (x < 6.0f ? x : 6.0f) : 0.0f;
+	case K_ACT_RELU: return x < 0.0f ? 0.0f : x; /* NaN stays NaN, as in torch */
+	case K_ACT_RELU6: return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
 	case K_ACT_HARDSWISH: {
 		float t = x + 3.0f;
 		t = t > 0.0f ? (t < 6.0f ? t : 6.0f) : 0.0f;
@@ -681,8 +681,8 @@ static double kgemm_act_f64(double x, k_act act)
 {
 	switch (act) {
 	case K_ACT_NONE: return x;
-	case K_ACT_RELU: return x > 0.0 ? x : 0.0;
-	case K_ACT_RELU6: return x > 0.0 ? (x < 6.0 ? x : 6.0) : 0.0;
+	case K_ACT_RELU: return x < 0.0 ? 0.0 : x;
+	case K_ACT_RELU6: return x < 0.0 ? 0.0 : (x > 6.0 ? 6.0 : x);
 	case K_ACT_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
 	case K_ACT_GELU_TANH:
 		return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));

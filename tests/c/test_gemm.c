@@ -326,9 +326,47 @@ static void test_api(void)
 	CHECK(c[0] == 2.0f);
 }
 
+/* NaN in the product stays NaN through relu, relu6 and hardswish, as in
+ * torch (max/min with the NaN as the second operand would give 0 or 6). Tile
+ * sizes cover full micro-tiles and the masked edges of every kernel. */
+static void test_act_nan(void)
+{
+	const k_act acts[] = {K_ACT_RELU, K_ACT_RELU6, K_ACT_HARDSWISH};
+	enum { M = 29, N = 70, K = 3 };
+	float A[M * K], B[K * N], C[M * N];
+	for (int i = 0; i < M * K; i++)
+		A[i] = (float)(i % 5) - 2.0f;
+	for (int i = 0; i < K * N; i++)
+		B[i] = (float)(i % 7) - 3.0f;
+	A[4 * K + 1] = NAN; /* row 4 is all NaN */
+	for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+		k_epilogue ep = k_epilogue_none();
+		ep.act = acts[a];
+		void *ws = alloc_ws(kgemm_workspace_bytes(M, N, K, 1));
+		kgemm_f32(M, N, K, A, K, 1, B, N, 1, C, N, &ep, NULL, ws);
+		free(ws);
+		int nan_ok = 1;
+		for (int j = 0; j < N; j++)
+			nan_ok &= isnan(C[4 * N + j]);
+		CHECK(nan_ok);
+		CHECK(!isnan(C[5 * N + 3]));
+		kgemm_packed_b *pb = NULL;
+		CHECK_OK(kgemm_pack_b(K, N, B, N, 1, &pb));
+		ws = alloc_ws(kgemm_workspace_bytes(M, N, K, 1));
+		kgemm_f32_packed(M, N, K, A, K, 1, pb, C, N, &ep, NULL, ws);
+		free(ws);
+		kgemm_packed_b_free(pb);
+		nan_ok = 1;
+		for (int j = 0; j < N; j++)
+			nan_ok &= isnan(C[4 * N + j]);
+		CHECK(nan_ok);
+	}
+}
+
 int main(void)
 {
 	test_api();
+	test_act_nan();
 	for (int nt = 1; nt <= 3; nt++) {
 		rt_pool *pool = NULL;
 		CHECK_OK(rt_pool_create(nt, &pool));

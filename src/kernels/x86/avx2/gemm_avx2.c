@@ -39,11 +39,11 @@ static inline __attribute__((always_inline)) __m256 act_simple(__m256 v, k_act a
 	const __m256 zero = _mm256_setzero_ps(), six = _mm256_set1_ps(6.0f);
 	switch (act) {
 	case K_ACT_RELU:
-		return _mm256_max_ps(v, zero);
+		return _mm256_max_ps(zero, v);
 	case K_ACT_RELU6:
-		return _mm256_min_ps(_mm256_max_ps(v, zero), six);
+		return _mm256_min_ps(six, _mm256_max_ps(zero, v));
 	case K_ACT_HARDSWISH: {
-		__m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, _mm256_set1_ps(3.0f)), zero), six);
+		__m256 t = _mm256_min_ps(six, _mm256_max_ps(zero, _mm256_add_ps(v, _mm256_set1_ps(3.0f))));
 		return _mm256_mul_ps(v, _mm256_mul_ps(t, _mm256_set1_ps(1.0f / 6.0f)));
 	}
 	default:

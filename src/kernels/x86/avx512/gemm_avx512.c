@@ -29,10 +29,10 @@ AIR_INLINE __m512 act_simple(__m512 v, k_act act)
 {
 	const __m512 zero = _mm512_setzero_ps(), six = _mm512_set1_ps(6.0f);
 	switch (act) {
-	case K_ACT_RELU: return _mm512_max_ps(v, zero);
-	case K_ACT_RELU6: return _mm512_min_ps(_mm512_max_ps(v, zero), six);
+	case K_ACT_RELU: return _mm512_max_ps(zero, v);
+	case K_ACT_RELU6: return _mm512_min_ps(six, _mm512_max_ps(zero, v));
 	case K_ACT_HARDSWISH: {
-		__m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, _mm512_set1_ps(3.0f)), zero), six);
+		__m512 t = _mm512_min_ps(six, _mm512_max_ps(zero, _mm512_add_ps(v, _mm512_set1_ps(3.0f))));
 		return _mm512_mul_ps(v, _mm512_mul_ps(t, _mm512_set1_ps(1.0f / 6.0f)));
 	}
 	default: return v;
