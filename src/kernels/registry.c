@@ -5,8 +5,8 @@
 
 #include <stddef.h>
 
-#include "kernels/conv_nhwc.h"
 #include "kernels/attention_fast.h"
+#include "kernels/conv_nhwc.h"
 #include "kernels/linalg_fast.h"
 #include "ops/op.h"
 
