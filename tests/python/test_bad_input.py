@@ -170,11 +170,28 @@ def _special_ops(x):
     )
 
 
+def _same_as_eager_or_fp64(got, want, want64):
+    """Like _same, but where eager fp32 itself disagrees with eager fp64 on a
+    special value (eager's vectorized fp32 GELU gives NaN at +inf on AVX-512
+    machines, inf on others; fp64 gives inf), fp64's answer is also accepted:
+    SPEC section 4 judges against the fp64 run."""
+    for g, w, w64 in zip(got, want, want64):
+        if not w.dtype.is_floating_point:
+            assert torch.equal(g, w)
+            continue
+        w64 = w64.to(w.dtype)
+        eager_ok = torch.isclose(g, w, equal_nan=True)
+        fp64_ok = torch.isclose(g, w64, equal_nan=True)
+        assert bool((eager_ok | fp64_ok).all()), f"got {g}, eager {w}, fp64 {w64}"
+
+
 def test_nan_and_inf(c_calls):
     x = torch.tensor([_SPECIAL])
     compiled, reports = compile_recording(_special_ops)
     got = compiled(x)
-    _same(got, _special_ops(x))
+    want = _special_ops(x)
+    assert type(got) is type(want) and len(got) == len(want)
+    _same_as_eager_or_fp64(got, want, _special_ops(x.double()))
     assert c_calls[0] >= 1
     assert sum(r.compiled_ops for r in reports) >= 30, "\n".join(map(str, reports))
 
