@@ -144,7 +144,7 @@ air_status air_graph_add_constant(air_graph *g, air_dtype dtype, int rank, const
 	if (flags & ~(uint32_t)AIR_CONSTANT_BORROW)
 		return air_error(AIR_INVALID_ARGUMENT, "air_graph_add_constant: unknown flags 0x%x", flags);
 	AIR_TRY(ir_grow((void **)&g->consts, &g->cap_consts, g->n_consts, sizeof *g->consts));
-	ir_constant c = {0, data, NULL, nbytes};
+	ir_constant c = {0, data, NULL, nbytes, false};
 	if (!(flags & AIR_CONSTANT_BORROW)) {
 		c.owned = malloc(nbytes ? nbytes : 1);
 		if (!c.owned)

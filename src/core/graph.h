@@ -46,6 +46,9 @@ typedef struct ir_constant {
 	const void *data; /* borrowed, or == owned */
 	void *owned;
 	size_t nbytes;
+	/* the model let the bytes go after every reader's kernel packed them
+	 * (data is NULL; nbytes still says how big the constant was) */
+	bool released;
 } ir_constant;
 
 /* A symbolic dim expression: leaf symbols and binary operations. A dim d < 0

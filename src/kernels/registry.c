@@ -41,3 +41,13 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	default: return none;
 	}
 }
+
+bool kreg_prepared_replaces_input(const k_kernel *k, int input)
+{
+	/* the weight is input 1 of linear and conv2d_nhwc; these kernels' run
+	 * functions read only its dims, the data through call->prepared */
+	if (input != 1)
+		return false;
+	return k == &kfast_linear_packed || k == &kfast_conv2d_nhwc_1x1 || k == &kfast_conv2d_nhwc_im2col ||
+	       k == &kfast_conv2d_nhwc_depthwise;
+}

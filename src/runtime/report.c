@@ -195,6 +195,8 @@ static void weight_bytes(const air_model *m, size_t *owned, size_t *prepared, si
 	int *uses = ir_count_uses(m->g);
 	for (int c = 0; c < m->g->n_consts; c++) {
 		const ir_constant *k = &m->g->consts[c];
+		if (k->released)
+			continue; /* freed after packing: its prepared copy counts */
 		if (k->owned)
 			*owned += k->nbytes;
 		else if (!uses || uses[k->value] > 0)

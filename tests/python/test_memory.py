@@ -176,3 +176,28 @@ def test_report_fused_groups_listed() -> None:
     (sub,) = _subgraphs(report)
     assert re.search(r"fused groups:\n  step \d+: fused_elementwise \(4 ops\): mul\(2\) add\(1\) tanh sigmoid",
                      sub.air_report), sub.air_report
+
+
+def test_folded_weights_are_not_held_twice() -> None:
+    """Batch-norm-folded conv weights are owned copies; once the NHWC conv
+    kernels have packed them the model frees them, so the weights it holds
+    are about one copy of the convs' weights, not two (folded + packed).
+    The result still equals eager."""
+    torch.manual_seed(0)
+    model = _Basic(32).eval()
+    for bn in (model.b1, model.b2):
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(1, 32, 12, 12)
+    with torch.no_grad():
+        report = torchair.explain(model, x)
+        got = torch.compile(model, backend="torchair")(x)
+        torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-4)
+    conv_bytes = sum(m.weight.numel() * 4 for m in (model.c1, model.c2))
+    subs = [s for g in report.graphs for s in g.subgraphs if s.compiled]
+    assert len(subs) == 1
+    text = subs[0].air_report
+    assert "fold_batchnorm" in text and "conv2d_nhwc" in text, text
+    held = subs[0].model.memory()["weight_bytes"]
+    # packed weights (+ biases), without the folded copies: well under two copies
+    assert conv_bytes <= held < 1.5 * conv_bytes, (held, conv_bytes)
