@@ -144,7 +144,7 @@ def markdown(results: dict[str, Any], png_name: str | None) -> str:
     if models:
         lines += ["## Models", "", *_model_table(models, results.get("memory", False)), ""]
         if results.get("memory"):
-            lines += ["Peak RSS: `ru_maxrss` of a fresh process per mode (interpreter + weights + compile + runs).", ""]
+            lines += ["Peak RSS: VmHWM (peak resident set) of a fresh process per mode (interpreter + weights + compile + runs).", ""]
     if kernels:
         lines += [
             "## Kernels (batch 1 shapes from ResNet-50 and BERT-base, plus square GEMMs)",
