@@ -292,6 +292,15 @@ size_t air_session_arena_bytes(const air_session *session);
  * air_session_output_shape). */
 air_status air_session_memory_info(const air_session *session, air_memory_info *info);
 
+/* Where a session's runs spent their time, step by step (always measured:
+ * two clock reads per step). Steps are the compiled model's, in run order;
+ * air_session_profile_steps gives their count. For step i: the kernel's
+ * name ("linear_gemm_packed"), the op's name, how many runs timed it and
+ * the seconds they took in all. Steps that only alias memory take none. */
+int air_session_profile_steps(const air_session *session);
+air_status air_session_profile(const air_session *session, int step, const char **kernel, const char **op,
+			       uint64_t *runs, double *seconds);
+
 /* ---- threads ----------------------------------------------------------- */
 
 /* Sets the number of threads of the process-wide pool used by models

@@ -51,8 +51,74 @@ class ExplainReport:
         as DOT files into directory (see ``write_graphs``)."""
         return write_graphs(self.graphs, directory, svg=svg)
 
+    def profile(self) -> list[ProfileRow]:
+        """Time per kernel over the runs made so far (see ``profile``)."""
+        return profile_rows(self.graphs)
+
     def __str__(self) -> str:
         return "\n".join(str(g) for g in self.graphs) or "no graph was compiled"
+
+
+@dataclass
+class ProfileRow:
+    kernel: str
+    op: str
+    steps: int      # steps of the compiled graphs that ran this kernel
+    runs: int       # model runs timed
+    seconds: float  # total over those runs
+
+    @property
+    def ms_per_run(self) -> float:
+        return 1e3 * self.seconds / max(self.runs, 1)
+
+
+def profile_rows(graphs: Iterable[Any]) -> list[ProfileRow]:
+    """Per-step times measured in C (two clock reads per step) summed by
+    (kernel, op) over every compiled subgraph, largest first."""
+    rows: dict[tuple[str, str], ProfileRow] = {}
+    for g in graphs:
+        for sub in g.subgraphs:
+            if not sub.compiled or sub.model is None:
+                continue
+            for kernel, op, runs, seconds in sub.model.profile():
+                if runs == 0:
+                    continue
+                r = rows.setdefault((kernel, op), ProfileRow(kernel, op, 0, runs, 0.0))
+                r.steps += 1
+                r.seconds += seconds
+                r.runs = max(r.runs, runs)
+    return sorted(rows.values(), key=lambda r: -r.seconds)
+
+
+def format_profile(rows: list[ProfileRow]) -> str:
+    total = sum(r.ms_per_run for r in rows)
+    lines = [f"{'kernel':34} {'op':22} {'steps':>5} {'ms/run':>9} {'share':>6}"]
+    for r in rows:
+        share = r.ms_per_run / total if total else 0.0
+        lines.append(f"{r.kernel:34} {r.op:22} {r.steps:5d} {r.ms_per_run:9.3f} {share:6.1%}")
+    lines.append(f"{'total':34} {'':22} {sum(r.steps for r in rows):5d} {total:9.3f}")
+    return "\n".join(lines)
+
+
+def profile(model: Any, *inputs: Any, runs: int = 10, options: dict[str, Any] | None = None,
+            **kwargs: Any) -> ExplainReport:
+    """Compiles model with torchair, runs it ``runs`` times more after the
+    first call (under no_grad unless training) and returns the report, whose
+    ``profile()`` gives the time per kernel: ``print(format_profile(
+    torchair.report.profile(model, x).profile()))``."""
+    config = config_from(options, None)
+    config.check_built()
+    recorder: list[CompileReport] = []
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        return _backend(gm, example_inputs, config, recorder)
+
+    compiled = torch.compile(model, backend=backend, **kwargs)
+    training = getattr(model, "training", False)
+    with torch.set_grad_enabled(training and torch.is_grad_enabled()):
+        for _ in range(runs + 1):
+            compiled(*inputs)
+    return ExplainReport(recorder)
 
 
 def explain(model: Any, *inputs: Any, options: dict[str, Any] | None = None, **kwargs: Any) -> ExplainReport:

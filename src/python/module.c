@@ -515,6 +515,33 @@ static PyObject *Model_arena_bytes(ModelObject *self, PyObject *unused)
 	return PyLong_FromSize_t(self->last_arena);
 }
 
+/* Per-step times of the model's cached session (the one consecutive calls
+ * reuse): [(kernel, op, runs, seconds)], empty before the first run or while
+ * another thread holds it. */
+static PyObject *Model_profile(ModelObject *self, PyObject *unused)
+{
+	air_session *s = self->cached;
+	PyObject *list = PyList_New(0);
+	if (!list || !s)
+		return list;
+	int n = air_session_profile_steps(s);
+	for (int k = 0; k < n; k++) {
+		const char *kernel, *op;
+		uint64_t runs;
+		double seconds;
+		if (air_session_profile(s, k, &kernel, &op, &runs, &seconds) != AIR_OK)
+			continue;
+		PyObject *row = Py_BuildValue("(ssKd)", kernel, op, (unsigned long long)runs, seconds);
+		if (!row || PyList_Append(list, row) < 0) {
+			Py_XDECREF(row);
+			Py_DECREF(list);
+			return NULL;
+		}
+		Py_DECREF(row);
+	}
+	return list;
+}
+
 static PyObject *Model_output_info(ModelObject *self, PyObject *args)
 {
 	int i;
@@ -574,6 +601,8 @@ static PyMethodDef Model_methods[] = {
 	{"run", (PyCFunction)Model_run, METH_VARARGS, "run(tensors) -> list of tensors: the whole graph, one call"},
 	{"report", (PyCFunction)Model_report, METH_NOARGS, "the compile report"},
 	{"arena_bytes", (PyCFunction)Model_arena_bytes, METH_NOARGS, "arena bytes of the last run's session"},
+	{"profile", (PyCFunction)Model_profile, METH_NOARGS,
+	 "per-step times of the cached session: [(kernel, op, runs, seconds)]"},
 	{"output_info", (PyCFunction)Model_output_info, METH_VARARGS, "output_info(i) -> (dtype, dims)"},
 	{"dot", (PyCFunction)(void (*)(void))Model_dot, METH_VARARGS | METH_KEYWORDS,
 	 "dot(before=False) -> str: Graphviz DOT of the graph before or after the passes"},

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "ops/op.h"
@@ -37,12 +38,23 @@ struct air_session {
 	k_tensor *tensors;   /* per step: its inputs then outputs, refreshed per run */
 	int *tensor_base;    /* per step: index of its first tensor */
 	bool *in_const;      /* parallel to tensors */
+	uint64_t *step_ns;   /* per step: time spent in all runs */
+	uint64_t *step_runs; /* per step: runs timed */
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 void air_session_destroy(air_session *s)
 {
 	if (!s)
 		return;
+	free(s->step_ns);
+	free(s->step_runs);
 	free(s->in_data);
 	free(s->in_rank);
 	free(s->in_dims);
@@ -93,6 +105,8 @@ air_status air_session_create(const air_model *m, air_session **out)
 	s->inplace = calloc((size_t)m->n_steps + 1, sizeof *s->inplace);
 	s->value_bytes = calloc(nv, sizeof *s->value_bytes);
 	s->tensor_base = calloc((size_t)m->n_steps + 1, sizeof *s->tensor_base);
+	s->step_ns = calloc((size_t)m->n_steps + 1, sizeof *s->step_ns);
+	s->step_runs = calloc((size_t)m->n_steps + 1, sizeof *s->step_runs);
 	size_t nt = 0;
 	for (int k = 0; k < m->n_steps; k++) {
 		const ir_node *n = &g->nodes[m->steps[k].node];
@@ -105,7 +119,7 @@ air_status air_session_create(const air_model *m, air_session **out)
 	s->attr_ints = calloc(s->n_attr_ints + 1, sizeof *s->attr_ints);
 	if (!s->in_data || !s->in_rank || !s->in_dims || !s->in_set || !s->out_data || !s->out_bytes ||
 	    !s->out_set || !s->sym || !s->vals || !s->attrs || !s->offsets || !s->inplace || !s->value_bytes ||
-	    !s->tensor_base || !s->tensors || !s->in_const || !s->attr_ints) {
+	    !s->tensor_base || !s->tensors || !s->in_const || !s->attr_ints || !s->step_ns || !s->step_runs) {
 		air_session_destroy(s);
 		return air_error(AIR_OUT_OF_MEMORY, "air_session_create: no memory");
 	}
@@ -421,7 +435,10 @@ air_status air_session_run(air_session *s)
 			       (char *)s->arena + s->ws_offset,
 			       step->prepared,
 			       &s->in_const[s->tensor_base[k]]};
+		uint64_t t0 = now_ns();
 		air_status st = step->kernel->run(&call);
+		s->step_ns[k] += now_ns() - t0;
+		s->step_runs[k]++;
 		if (st != AIR_OK)
 			return air_error_context(st, "step %d (%s)", k, op_get(n->op)->name);
 	}
@@ -433,5 +450,27 @@ air_status air_session_run(air_session *s)
 		if (t->data != s->out_data[i] && bytes)
 			memcpy(s->out_data[i], t->data, bytes);
 	}
+	return AIR_OK;
+}
+
+int air_session_profile_steps(const air_session *s)
+{
+	return s ? s->m->n_steps : 0;
+}
+
+air_status air_session_profile(const air_session *s, int step, const char **kernel, const char **op,
+			       uint64_t *runs, double *seconds)
+{
+	if (!s || step < 0 || step >= s->m->n_steps)
+		return air_error(AIR_INVALID_ARGUMENT, "air_session_profile: no step %d", step);
+	const rt_step *st = &s->m->steps[step];
+	if (kernel)
+		*kernel = st->alias ? "alias" : st->kernel->name;
+	if (op)
+		*op = op_get(s->m->g->nodes[st->node].op)->name;
+	if (runs)
+		*runs = s->step_runs[step];
+	if (seconds)
+		*seconds = (double)s->step_ns[step] * 1e-9;
 	return AIR_OK;
 }

@@ -201,3 +201,25 @@ def test_folded_weights_are_not_held_twice() -> None:
     held = subs[0].model.memory()["weight_bytes"]
     # packed weights (+ biases), without the folded copies: well under two copies
     assert conv_bytes <= held < 1.5 * conv_bytes, (held, conv_bytes)
+
+
+def test_profile_per_kernel() -> None:
+    """torchair.report.profile times every step in C: the conv kernels of a
+    conv block are listed with the number of steps that ran them, every run
+    counted, and the table's total is the sum of its rows."""
+    from torchair.report import format_profile, profile
+
+    torch.manual_seed(0)
+    model = _Basic(16).eval()
+    x = torch.randn(1, 16, 10, 10)
+    with torch.no_grad():
+        report = profile(model, x, runs=4)
+    rows = report.profile()
+    assert rows, "no profile rows"
+    assert all(r.runs == 5 for r in rows), rows  # the first call and 4 more
+    conv_steps = sum(r.steps for r in rows if r.op.startswith("conv2d"))
+    assert conv_steps == 2, rows
+    assert all(r.seconds >= 0 for r in rows) and sum(r.seconds for r in rows) > 0
+    text = format_profile(rows)
+    total = float(text.splitlines()[-1].split()[-1])
+    assert abs(total - sum(r.ms_per_run for r in rows)) < 1e-2, text
