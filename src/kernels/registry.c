@@ -8,6 +8,7 @@
 #include "kernels/attention_fast.h"
 #include "kernels/conv_nhwc.h"
 #include "kernels/linalg_fast.h"
+#include "kernels/rowops_fast.h"
 #include "ops/op.h"
 
 static const k_kernel *const none[] = {NULL};
@@ -22,6 +23,13 @@ static const k_kernel *const permute[] = {&kfast_permute_nchw_nhwc, NULL};
 static const k_kernel *const max_pool2d_nhwc[] = {&kfast_max_pool2d_nhwc, NULL};
 static const k_kernel *const avg_pool2d_nhwc[] = {&kfast_avg_pool2d_nhwc, NULL};
 static const k_kernel *const adaptive_avg_pool2d_nhwc[] = {&kfast_adaptive_avg_pool2d_nhwc, NULL};
+static const k_kernel *const softmax[] = {&kfast_softmax_rows, NULL};
+static const k_kernel *const log_softmax[] = {&kfast_log_softmax_rows, NULL};
+static const k_kernel *const layer_norm[] = {&kfast_layer_norm_rows, NULL};
+static const k_kernel *const rms_norm[] = {&kfast_rms_norm_rows, NULL};
+#define VMATH_LIST_(name) static const k_kernel *const vmath_##name[] = {&kfast_##name##_vmath, NULL};
+KFAST_VMATH_OPS(VMATH_LIST_)
+#undef VMATH_LIST_
 static const k_kernel *const conv2d[] = {&kfast_conv2d_depthwise, &kfast_conv2d_1x1, &kfast_conv2d_im2col, NULL};
 
 const k_kernel *const *kreg_fast_kernels(int op)
@@ -38,6 +46,14 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_max_pool2d_nhwc: return max_pool2d_nhwc;
 	case OP_avg_pool2d_nhwc: return avg_pool2d_nhwc;
 	case OP_adaptive_avg_pool2d_nhwc: return adaptive_avg_pool2d_nhwc;
+	case OP_softmax: return softmax;
+	case OP_log_softmax: return log_softmax;
+	case OP_layer_norm: return layer_norm;
+	case OP_rms_norm: return rms_norm;
+#define VMATH_CASE_(name) \
+	case OP_##name: return vmath_##name;
+	KFAST_VMATH_OPS(VMATH_CASE_)
+#undef VMATH_CASE_
 	default: return none;
 	}
 }

@@ -6,6 +6,7 @@
 
 #include "kernels/conv_nhwc.h"
 #include "kernels/linalg_fast.h"
+#include "kernels/rowops_fast.h"
 #include "ops/op.h"
 #include "plan/arena.h"
 
@@ -43,6 +44,16 @@ static const k_kernel *const residual_in_place[] = {
 	&kfast_conv2d_nhwc_1x1, &kfast_conv2d_nhwc_im2col, NULL,
 };
 
+/* The vmath kernels of the unary ops (kernels/rowops_fast.c): each task
+ * runs kv_<f>_f32 on its own chunk, which vmath.h documents as safe in
+ * place (x == y): every vector is loaded before its result is stored. */
+static const k_kernel *const unary_in_place[] = {
+#define VMATH_ENTRY_(name) &kfast_##name##_vmath,
+	KFAST_VMATH_OPS(VMATH_ENTRY_)
+#undef VMATH_ENTRY_
+	NULL,
+};
+
 bool mp_inplace_allowed(const air_model *m, int k, int i)
 {
 	const rt_step *st = &m->steps[k];
@@ -52,6 +63,9 @@ bool mp_inplace_allowed(const air_model *m, int k, int i)
 	const op_def *def = op_get(n->op);
 	if (elementwise_ref(def, st, n->op))
 		return true;
+	for (const k_kernel *const *kk = unary_in_place; *kk; kk++)
+		if (*kk == st->kernel)
+			return true;
 	if (i >= 0 && i == residual_input(n, def))
 		for (const k_kernel *const *kk = residual_in_place; *kk; kk++)
 			if (*kk == st->kernel)

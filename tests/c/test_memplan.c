@@ -728,12 +728,15 @@ static void long_chain(void)
 		CHECK(reuse == mp_align(value_bytes));
 		CHECK(ref == reuse);
 		CHECK(memcmp(a, b, value_bytes) == 0);
-		CHECK(memcmp(a, c, value_bytes) == 0);
 		/* the fused chain is one kernel with no intermediates at all */
 		CHECK(fused < value_bytes);
+		/* the reference kernels and the fused program compute the same
+		 * functions as the fast (vmath) kernels, to a few ulp */
 		int bad = 0;
-		for (int64_t i = 0; i < rows * cols; i++)
+		for (int64_t i = 0; i < rows * cols; i++) {
+			bad += !(fabsf(a[i] - c[i]) <= 1e-5f * (1.0f + fabsf(a[i])));
 			bad += !(fabsf(a[i] - d[i]) <= 1e-5f * (1.0f + fabsf(a[i])));
+		}
 		CHECK(bad == 0);
 	}
 	free(a);
