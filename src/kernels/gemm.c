@@ -33,6 +33,7 @@
 #include "core/error.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm_internal.h"
+#include "kernels/ref/linalg.h" /* kref_act_f64: the oracle's activations */
 #include "kernels/vmath.h"
 
 /* Cache blocks (in elements) of the AVX2 and portable kernels. kc x nr of B
@@ -677,27 +678,6 @@ void kgemm_f32_batched(int64_t batch, int64_t M, int64_t N, int64_t K, const flo
 
 /* ---- the oracle ---------------------------------------------------------- */
 
-static double kgemm_act_f64(double x, k_act act)
-{
-	switch (act) {
-	case K_ACT_NONE: return x;
-	case K_ACT_RELU: return x < 0.0 ? 0.0 : x;
-	case K_ACT_RELU6: return x < 0.0 ? 0.0 : (x > 6.0 ? 6.0 : x);
-	case K_ACT_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
-	case K_ACT_GELU_TANH:
-		return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-	case K_ACT_SILU: return x / (1.0 + exp(-x));
-	case K_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
-	case K_ACT_TANH: return tanh(x);
-	case K_ACT_HARDSWISH: {
-		double t = x + 3.0;
-		t = t > 0.0 ? (t < 6.0 ? t : 6.0) : 0.0;
-		return x * t / 6.0;
-	}
-	}
-	return x;
-}
-
 void kgemm_f32_reference(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a,
 			 const float *B, int64_t rs_b, int64_t cs_b, float *C, int64_t ldc,
 			 const k_epilogue *ep)
@@ -717,7 +697,8 @@ void kgemm_f32_reference(int64_t M, int64_t N, int64_t K, const float *A, int64_
 			/* read before C[i, jj] is written: the residual may alias C */
 			if (ep->residual)
 				s += ep->residual[i * ep->ld_residual + jj];
-			C[i * ldc + jj] = (float)kgemm_act_f64(s, ep->act);
+			kref_act_f64(&s, 1, ep->act);
+			C[i * ldc + jj] = (float)s;
 		}
 	}
 }

@@ -8,28 +8,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/ref/linalg.h"
 
-/* The activations of k_act on one value, in double (as gemm.c's oracle). */
-static double act_f64(double x, k_act act)
-{
-	switch (act) {
-	case K_ACT_NONE: return x;
-	case K_ACT_RELU: return x > 0.0 ? x : 0.0;
-	case K_ACT_RELU6: return x > 0.0 ? (x < 6.0 ? x : 6.0) : 0.0;
-	case K_ACT_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
-	case K_ACT_GELU_TANH:
-		return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-	case K_ACT_SILU: return x / (1.0 + exp(-x));
-	case K_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
-	case K_ACT_TANH: return tanh(x);
-	case K_ACT_HARDSWISH: {
-		double t = x + 3.0;
-		t = t > 0.0 ? (t < 6.0 ? t : 6.0) : 0.0;
-		return x * t / 6.0;
-	}
-	}
-	return x;
-}
 
 air_status kconv_nhwc_make(const k_call *call, kconv_nhwc *c)
 {
@@ -113,7 +93,8 @@ static void conv_task(void *p, int64_t t, int thread)
 			}
 			if (cc->res)
 				s += cc->res[at + o];
-			cc->y[at + o] = (float)act_f64(s, cc->c.act);
+			kref_act_f64(&s, 1, cc->c.act); /* the same formulas as conv2d's */
+			cc->y[at + o] = (float)s;
 		}
 	}
 }
