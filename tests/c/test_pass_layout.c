@@ -2,7 +2,8 @@
  * conv -> add -> pool region gets exactly two permutes and gives the NCHW
  * result; a region without a conv is left alone; a value used both inside
  * and outside a region leaves it once; a global pool leaves through a free
- * reshape; a conv's fused act and residual carry over; symbolic batch and image sizes keep their dims. Each graph is
+ * reshape; a conv's fused act and residual carry over; pointwise convs
+ * alone stay NCHW; symbolic batch and image sizes keep their dims. Each graph is
  * compiled with the pass and without it (fast and reference kernels). */
 #include <stdlib.h>
 #include <string.h>
@@ -278,8 +279,48 @@ static void test_fused_conv(void)
 	gb_free(&b);
 }
 
+/* 1x1 convs alone, strided or not, stay NCHW (one GEMM there, no
+ * permutes); a 1x1 conv next to a 3x3 one is converted with it */
+static void test_pointwise(void)
+{
+	static const struct {
+		const char *label;
+		int64_t k2, s1; /* second conv's size (0: none), first conv's stride */
+		int nhwc_convs, permutes;
+	} cases[] = {
+		{"lone 1x1", 0, 1, 0, 0},
+		{"two 1x1", 1, 1, 0, 0},
+		{"1x1 stride 2", 0, 2, 0, 0},
+		{"1x1 stride 2 then 3x3", 3, 2, 2, 2},
+		{"1x1 then 3x3", 3, 1, 2, 2},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		gb b = {0};
+		TRY(air_graph_create(&b.g));
+		int64_t dd[4] = {2, 6, 9, 10};
+		air_value x;
+		TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, dd, &x));
+		air_value y = conv(&b, x, 6, 8, 1, cases[i].s1);
+		if (cases[i].k2)
+			y = conv(&b, node(&b, "relu", &y, 1, NULL, 0), 8, 5, cases[i].k2, 1);
+		TRY(air_graph_set_outputs(b.g, &y, 1));
+		float *xin = th_randf(2 * 6 * 9 * 10);
+		int64_t dims[1][4] = {{2, 6, 9, 10}};
+		char *rep = NULL;
+		int permutes = compare(&b, cases[i].label, 1, &xin, dims, &rep);
+		CHECK(permutes == cases[i].permutes);
+		CHECK(rep && count(rep, " conv2d_nhwc_") == cases[i].nhwc_convs);
+		if (permutes != cases[i].permutes && rep)
+			fprintf(stderr, "%s: %s\n", cases[i].label, rep);
+		free(rep);
+		free(xin);
+		gb_free(&b);
+	}
+}
+
 int main(void)
 {
+	test_pointwise();
 	test_fused_conv();
 	test_region(0);
 	test_region(1);
