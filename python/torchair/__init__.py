@@ -15,8 +15,13 @@ from torchair.report import explain
 
 __version__ = "0.1.0"
 
+# The graph passes in the order they run; any of them can be skipped with
+# options={"disabled_passes": [...]}.
+PASS_NAMES: tuple[str, ...] = tuple(_C.PASSES)
+
 __all__ = [
     "CompilerConfig",
+    "PASS_NAMES",
     "NotBuiltError",
     "OptionError",
     "TorchairError",

@@ -184,6 +184,13 @@ def _compile_flags(config: CompilerConfig) -> int:
     return flags
 
 
+def _disabled_passes(config: CompilerConfig) -> int:
+    bits = 0
+    for name in config.disabled_passes:
+        bits |= _C.PASSES[name]
+    return bits
+
+
 class AirSubgraph:
     """Runs one compiled subgraph: one C call. Replaces a fused submodule.
     Arguments that are frozen (lowered as constants) or SymInts are dropped:
@@ -258,6 +265,7 @@ def lower_subgraph(
     model = L.g.compile(
         in_dtypes, out_dtypes, _empty, flags=_compile_flags(config), num_threads=0,
         fusion_threshold=config.fusion_threshold or 0,
+        disabled_passes=_disabled_passes(config),
     )
     all_tensors = len(tensor_args) == len(placeholders)
     return AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used)

@@ -37,9 +37,27 @@ _OPTIONS: dict[str, _Option] = {
         "(folding, prepacking), guarded each call and rebuilt when changed; False keeps them as inputs",
     ),
     "mode": _Option(None, (str, type(None)), "'reduce-overhead' or 'max-autotune'"),
+    "disabled_passes": _Option(
+        (),
+        (tuple, list),
+        "names of graph passes to skip (torchair.PASS_NAMES), e.g. ['layout']; the others still run",
+    ),
 }
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune")
+
+
+def _pass_names(value: tuple[Any, ...] | list[Any]) -> tuple[str, ...]:
+    from torchair._C import PASSES
+
+    for p in value:
+        if p not in PASSES:
+            raise OptionError(
+                1,
+                "invalid argument",
+                f"option 'disabled_passes': unknown pass {p!r}; the passes are {', '.join(PASSES)}",
+            )
+    return tuple(value)
 
 
 def valid_options() -> list[str]:
@@ -78,6 +96,8 @@ class CompilerConfig:
             raise OptionError(1, "invalid argument", f"option {name!r} must be at least 1, got {value}")
         if name == "mode" and value not in _MODES:
             raise OptionError(1, "invalid argument", f"mode must be one of {_MODES[1:]}, got {value!r}")
+        if name == "disabled_passes":
+            value = _pass_names(value)
         if name == "mixed_precision" and value not in (None, "bf16", "fp16"):
             raise OptionError(1, "invalid argument", f"mixed_precision must be 'bf16' or 'fp16', got {value!r}")
         object.__setattr__(self, name, value)

@@ -328,3 +328,63 @@ def test_explain_report_text():
     text = str(report)
     assert "torchair compile report" in text
     assert "2 compiled subgraph(s)" in text and "aten.tanh.default" in text
+
+
+# ---- disabled_passes ---------------------------------------------------------
+
+class _ConvBn(torch.nn.Module):
+    """conv -> batch norm -> relu -> 3x3 conv: fold_batchnorm, fuse_epilogue
+    and layout all have work here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c2(torch.relu(self.bn(self.c1(x))))
+
+
+@pytest.mark.parametrize(
+    "disabled, absent, present",
+    [
+        ((), ["batch_norm"], ["conv2d_nhwc", "permute"]),
+        (["layout"], ["conv2d_nhwc", "batch_norm", "permute"], ["conv2d_im2col"]),
+        (["fold_batchnorm"], [], ["batch_norm"]),
+        (list(torchair.PASS_NAMES), ["conv2d_nhwc"], ["batch_norm", "relu"]),
+    ],
+)
+def test_disabled_passes_skips_exactly_those(disabled, absent, present):
+    model, x = _ConvBn().eval(), torch.randn(2, 3, 10, 9)
+    with torch.no_grad():
+        report = torchair.explain(model, x, options={"disabled_passes": disabled})
+        (sub,) = _compiled(report)
+        steps = sub.air_report.split("kernels per step:")[-1]
+        for name in absent:
+            assert name not in steps, (disabled, name, sub.air_report)
+        for name in present:
+            assert name in steps, (disabled, name, sub.air_report)
+        for name in disabled:
+            assert f"  {name}: off" in sub.air_report, sub.air_report
+        torch._dynamo.reset()
+        out = torch.compile(model, backend="torchair", options={"disabled_passes": disabled})(x)
+        torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("value", [["layoutt"], ("simplify", "nope"), [3]])
+def test_disabled_passes_unknown_name_lists_the_passes(value):
+    with pytest.raises(torchair.OptionError) as info:
+        torchair.CompilerConfig(disabled_passes=value)
+    assert "disabled_passes" in str(info.value) and "fold_batchnorm" in str(info.value)
+    inner = _compile_error(_chain, torch.randn(3), options={"disabled_passes": value})
+    assert isinstance(inner, torchair.OptionError)
+
+
+def test_disabled_passes_wrong_type():
+    with pytest.raises(torchair.OptionError, match="disabled_passes"):
+        torchair.CompilerConfig(disabled_passes="layout")
