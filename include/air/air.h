@@ -308,6 +308,18 @@ air_status air_session_profile(const air_session *session, int step, const char 
 air_status air_set_num_threads(int nthreads);
 int air_get_num_threads(void);
 
+/* Parallel loops run on libair's own pool unless the host has threads of
+ * its own to lend, such as PyTorch's OpenMP team: then the two never
+ * compete for the cores (a team left spinning after an eager op halved a
+ * GEMM's speed on a 2-core machine). run(body, ctx, nthreads, user) must
+ * call body(ctx, i) once for each i in [0, n), for some 1 <= n <= nthreads,
+ * each on one thread at a time, and return when every call has returned;
+ * n < nthreads only costs speed. NULL restores the pool. Not while a model
+ * runs. */
+typedef void (*air_parallel_body)(void *ctx, int thread);
+typedef void (*air_parallel_runner)(air_parallel_body body, void *ctx, int nthreads, void *user);
+void air_set_parallel_runner(air_parallel_runner run, void *user);
+
 #ifdef __cplusplus
 }
 #endif

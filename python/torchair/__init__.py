@@ -12,6 +12,7 @@ from torchair.backend import get_backend, get_npu_backend, torchair_backend
 from torchair.config import CompilerConfig, get_npu_backend_config, valid_options
 from torchair.errors import NotBuiltError, OptionError, TorchairError
 from torchair.report import explain
+from torchair.threads import get_thread_backend, set_thread_backend
 
 __version__ = "0.1.0"
 
@@ -33,6 +34,8 @@ __all__ = [
     "valid_options",
     "set_num_threads",
     "get_num_threads",
+    "set_thread_backend",
+    "get_thread_backend",
 ]
 
 

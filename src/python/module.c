@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "air/air.h"
+#include "host_threads.h"
 #include "kernels/cpu.h"
 
 static PyObject *Error; /* torchair._C.Error, a RuntimeError */
@@ -725,7 +726,23 @@ static PyObject *mod_version(PyObject *m, PyObject *unused)
 	return PyLong_FromLong(air_version());
 }
 
+static PyObject *mod_use_openmp(PyObject *m, PyObject *args)
+{
+	const char *path = NULL;
+	if (!PyArg_ParseTuple(args, "z", &path))
+		return NULL;
+	return PyBool_FromLong(host_threads_use_openmp(path));
+}
+
+static PyObject *mod_openmp_loops(PyObject *m, PyObject *unused)
+{
+	return PyLong_FromUnsignedLongLong(host_threads_openmp_loops());
+}
+
 static PyMethodDef module_methods[] = {
+	{"use_openmp", mod_use_openmp, METH_VARARGS,
+	 "use_openmp(path or None) -> bool: run parallel loops on the OpenMP runtime loaded from path"},
+	{"openmp_loops", mod_openmp_loops, METH_NOARGS, "parallel loops run through OpenMP so far"},
 	{"set_num_threads", mod_set_num_threads, METH_VARARGS, "threads of the default pool"},
 	{"get_num_threads", mod_get_num_threads, METH_NOARGS, "threads of the default pool"},
 	{"op_names", mod_op_names, METH_NOARGS, "the op table's names"},

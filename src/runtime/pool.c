@@ -53,6 +53,25 @@ static void run_tasks(rt_pool *p, int thread)
 	}
 }
 
+/* The host's runner (air_set_parallel_runner), if any: loops go to it
+ * instead of the workers, who then stay asleep. */
+static _Atomic(air_parallel_runner) host_runner;
+static _Atomic(void *) host_user;
+
+void air_set_parallel_runner(air_parallel_runner run, void *user)
+{
+	atomic_store(&host_user, user);
+	atomic_store(&host_runner, run);
+}
+
+static void host_body(void *ctx, int thread)
+{
+	rt_pool *p = ctx;
+	/* a slot index past the pool's size would share a workspace slot */
+	if (thread >= 0 && thread < p->nthreads)
+		run_tasks(p, thread);
+}
+
 static void *worker_main(void *argp)
 {
 	worker_arg arg = *(worker_arg *)argp;
@@ -161,6 +180,14 @@ void rt_pool_run(rt_pool *p, int64_t ntasks, rt_task_fn fn, void *ctx)
 	p->ctx = ctx;
 	p->ntasks = ntasks;
 	atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+	air_parallel_runner run = atomic_load(&host_runner);
+	if (run) {
+		run(host_body, p, p->nthreads, atomic_load(&host_user));
+		/* every body has returned; whatever a short team left is ours */
+		run_tasks(p, 0);
+		pthread_mutex_unlock(&p->run_lock);
+		return;
+	}
 	atomic_store_explicit(&p->busy, p->nthreads - 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
 	if (atomic_load(&p->sleepers) > 0) {

@@ -1,5 +1,7 @@
 /* pool.h - the runtime's own thread pool: persistent pthread workers that
- * spin briefly, then sleep, and run fork-join parallel loops for kernels. */
+ * spin briefly, then sleep, and run fork-join parallel loops for kernels.
+ * When the host lends its threads (air_set_parallel_runner), loops go to
+ * the host's runner instead, with the same slot indices and semantics. */
 #ifndef AIR_RUNTIME_POOL_H
 #define AIR_RUNTIME_POOL_H
 

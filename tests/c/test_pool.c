@@ -1,6 +1,8 @@
 /* test_pool.c - the thread pool: every task runs exactly once, with 1..4
  * threads, for 0, 1, prime and large task counts, and nested/concurrent
- * use runs serially instead of deadlocking. */
+ * use runs serially instead of deadlocking. The same through a host's
+ * runner (air_set_parallel_runner): a full team, a short one, and one
+ * that runs no body at all; no two threads ever hold one slot index. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -48,6 +50,91 @@ static void *concurrent_user(void *p)
 	return NULL;
 }
 
+/* ---- a host runner: a team of pthreads, body(ctx, i) on thread i ---- */
+
+typedef struct {
+	air_parallel_body body;
+	void *ctx;
+	int index;
+} member_t;
+
+static void *member_main(void *p)
+{
+	member_t *m = p;
+	m->body(m->ctx, m->index);
+	return NULL;
+}
+
+static atomic_int runner_calls;
+
+/* user: the team size to use (at most nthreads); 0 runs nothing */
+static void team_runner(air_parallel_body body, void *ctx, int nthreads, void *user)
+{
+	atomic_fetch_add(&runner_calls, 1);
+	int n = *(int *)user < nthreads ? *(int *)user : nthreads;
+	pthread_t th[8];
+	member_t m[8];
+	for (int i = 1; i < n; i++) {
+		m[i] = (member_t){body, ctx, i};
+		pthread_create(&th[i], NULL, member_main, &m[i]);
+	}
+	if (n > 0)
+		body(ctx, 0);
+	for (int i = 1; i < n; i++)
+		pthread_join(th[i], NULL);
+}
+
+typedef struct {
+	atomic_int *hits;
+	atomic_int slot_busy[8];
+	atomic_int clashes, bad_index;
+	int nthreads;
+} slot_ctx;
+
+static void slot_task(void *p, int64_t t, int thread)
+{
+	slot_ctx *c = p;
+	if (thread < 0 || thread >= c->nthreads) {
+		atomic_fetch_add(&c->bad_index, 1);
+		return;
+	}
+	if (atomic_exchange(&c->slot_busy[thread], 1))
+		atomic_fetch_add(&c->clashes, 1);
+	for (volatile int spin = 0; spin < 200; spin++)
+		;
+	atomic_fetch_add(&c->hits[t], 1);
+	atomic_store(&c->slot_busy[thread], 0);
+}
+
+static void test_host_runner(atomic_int *hits)
+{
+	for (int nt = 1; nt <= 4; nt++) {
+		rt_pool *pool = NULL;
+		CHECK_OK(rt_pool_create(nt, &pool));
+		const int teams[] = {nt, 1, 0};
+		for (int k = 0; k < 3; k++) {
+			int team = teams[k];
+			air_set_parallel_runner(team_runner, &team);
+			atomic_store(&runner_calls, 0);
+			for (int rep = 0; rep < 20; rep++) {
+				const int64_t n = 997;
+				memset(hits, 0, sizeof(atomic_int) * (size_t)n);
+				slot_ctx c = {.hits = hits, .nthreads = nt};
+				rt_pool_run(pool, n, slot_task, &c);
+				int bad = 0;
+				for (int64_t i = 0; i < n; i++)
+					bad += atomic_load(&hits[i]) != 1;
+				CHECK(bad == 0);
+				CHECK(atomic_load(&c.clashes) == 0 && atomic_load(&c.bad_index) == 0);
+			}
+			/* one thread in all: nothing to hand out */
+			CHECK(atomic_load(&runner_calls) == (nt > 1 ? 20 : 0));
+		}
+		air_set_parallel_runner(NULL, NULL);
+		rt_pool_destroy(pool);
+	}
+}
+
 int main(void)
 {
 	static atomic_int hits[100003];
@@ -92,5 +179,6 @@ int main(void)
 	ctx_t c = {hits, NULL, 0};
 	rt_pool_run(NULL, 10, count_task, &c);
 	CHECK(atomic_load(&hits[9]) == 1);
+	test_host_runner(hits);
 	return check_report("test_pool");
 }
