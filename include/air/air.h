@@ -300,6 +300,9 @@ air_status air_session_memory_info(const air_session *session, air_memory_info *
 int air_session_profile_steps(const air_session *session);
 air_status air_session_profile(const air_session *session, int step, const char **kernel, const char **op,
 			       uint64_t *runs, double *seconds);
+/* Zeroes the session's per-step times, e.g. after a warm-up run whose first
+ * touches of the arena would otherwise weigh on every step's figure. */
+void air_session_profile_reset(air_session *session);
 
 /* ---- threads ----------------------------------------------------------- */
 

@@ -543,6 +543,12 @@ static PyObject *Model_profile(ModelObject *self, PyObject *unused)
 	return list;
 }
 
+static PyObject *Model_profile_reset(ModelObject *self, PyObject *unused)
+{
+	air_session_profile_reset(self->cached);
+	Py_RETURN_NONE;
+}
+
 static PyObject *Model_output_info(ModelObject *self, PyObject *args)
 {
 	int i;
@@ -604,6 +610,7 @@ static PyMethodDef Model_methods[] = {
 	{"arena_bytes", (PyCFunction)Model_arena_bytes, METH_NOARGS, "arena bytes of the last run's session"},
 	{"profile", (PyCFunction)Model_profile, METH_NOARGS,
 	 "per-step times of the cached session: [(kernel, op, runs, seconds)]"},
+	{"profile_reset", (PyCFunction)Model_profile_reset, METH_NOARGS, "zero the cached session's per-step times"},
 	{"output_info", (PyCFunction)Model_output_info, METH_VARARGS, "output_info(i) -> (dtype, dims)"},
 	{"dot", (PyCFunction)(void (*)(void))Model_dot, METH_VARARGS | METH_KEYWORDS,
 	 "dot(before=False) -> str: Graphviz DOT of the graph before or after the passes"},

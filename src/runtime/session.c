@@ -453,6 +453,14 @@ air_status air_session_run(air_session *s)
 	return AIR_OK;
 }
 
+void air_session_profile_reset(air_session *s)
+{
+	if (!s)
+		return;
+	memset(s->step_ns, 0, sizeof *s->step_ns * (size_t)(s->m->n_steps + 1));
+	memset(s->step_runs, 0, sizeof *s->step_runs * (size_t)(s->m->n_steps + 1));
+}
+
 int air_session_profile_steps(const air_session *s)
 {
 	return s ? s->m->n_steps : 0;

@@ -75,6 +75,15 @@ int main(void)
 	 * other could flake on a busy machine) */
 	CHECK(t_exp + t_mm <= wall);
 
+	/* a reset zeroes the counts and times; later runs count from there */
+	air_session_profile_reset(s);
+	CHECK_OK(air_session_profile(s, 1, NULL, NULL, &runs, &t_mm));
+	CHECK(runs == 0 && t_mm == 0.0);
+	CHECK_OK(air_session_run(s));
+	CHECK_OK(air_session_profile(s, 1, NULL, NULL, &runs, &t_mm));
+	CHECK(runs == 1 && t_mm > 0);
+	air_session_profile_reset(NULL); /* accepted, does nothing */
+
 	CHECK(air_session_profile(s, 2, NULL, NULL, NULL, NULL) == AIR_INVALID_ARGUMENT);
 	CHECK(air_session_profile(s, -1, NULL, NULL, NULL, NULL) == AIR_INVALID_ARGUMENT);
 	CHECK(air_session_profile(NULL, 0, NULL, NULL, NULL, NULL) == AIR_INVALID_ARGUMENT);

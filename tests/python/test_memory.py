@@ -216,7 +216,7 @@ def test_profile_per_kernel() -> None:
         report = profile(model, x, runs=4)
     rows = report.profile()
     assert rows, "no profile rows"
-    assert all(r.runs == 5 for r in rows), rows  # the first call and 4 more
+    assert all(r.runs == 4 for r in rows), rows  # the 4 runs after the first call (not counted)
     conv_steps = sum(r.steps for r in rows if r.op.startswith("conv2d"))
     assert conv_steps == 2, rows
     assert all(r.seconds >= 0 for r in rows) and sum(r.seconds for r in rows) > 0
