@@ -60,11 +60,11 @@ static void softmax_portable(float *s, int np, int n, float scale, const float *
 	float mn = *m > mx ? *m : mx;
 	float sum = 0.0f;
 	for (int j = 0; j < n; j++) {
-		float p = expf(s[j] - mn); /* -inf - mn gives 0; NaN stays */
+		float p = katt_weight(s[j] - mn); /* -inf - mn gives 0; NaN stays */
 		s[j] = p;
 		sum += p;
 	}
-	*alpha = expf(*m - mn);
+	*alpha = katt_weight(*m - mn);
 	*l = *l * *alpha + sum;
 	*m = mn;
 }

@@ -7,6 +7,7 @@
 #ifndef AIR_KERNELS_ATTENTION_FAST_H
 #define AIR_KERNELS_ATTENTION_FAST_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "kernels/kernel.h"
@@ -20,6 +21,19 @@ enum {
 	KATT_MR = 6,   /* rows per register tile in the inner loops */
 };
 
+/* Softmax weights e^d (d = x - running max <= 0) below e^KATT_EXP_FLOOR
+ * are subnormal in f32: computing them cost a microcode assist per lane
+ * (BERT's padded keys, masked with finfo.min, made sdpa 1.5x slower), and
+ * next to the row's largest weight, 1, they are below f32's precision
+ * anyway. So they are 0, on every ISA. e^-87 is still a normal number. */
+#define KATT_EXP_FLOOR (-87.0f)
+
+/* The scalar weight: 0 below the floor (and for -inf); NaN stays NaN. */
+static inline float katt_weight(float d)
+{
+	return d < KATT_EXP_FLOOR ? 0.0f : expf(d);
+}
+
 /* The inner loops, all on f32. np is the padded key count of the block (a
  * multiple of KATT_PAD, at most KATT_BK), evp the padded value width (a
  * multiple of KATT_PAD). */
@@ -32,7 +46,8 @@ typedef struct katt_ops {
 	 * have n readable entries). Online softmax step on the running max *m
 	 * and sum *l: s becomes p_j = exp(x_j - m'), and *alpha = exp(m - m')
 	 * rescales the old accumulator. A row with every x_j = -inf leaves m
-	 * and l alone, gives p = 0 and alpha = 1. NaN propagates. */
+	 * and l alone, gives p = 0 and alpha = 1. NaN propagates. Weights
+	 * below e^KATT_EXP_FLOOR are 0 (p and alpha alike). */
 	void (*softmax)(float *s, int np, int n, float scale, const float *madd, const uint8_t *mbool, float *m,
 			float *l, float *alpha);
 	/* o[i * evp + c] = alpha[i] * o[i * evp + c] + sum_{j < bk} p[i * np + j] * vp[j * evp + c] */

@@ -111,21 +111,24 @@ static void softmax_avx2(float *s, int np, int n, float scale, const float *madd
 		return;
 	}
 	float mn = *m > mxs ? *m : mxs;
-	__m256 vm = _mm256_set1_ps(mn), sum = _mm256_setzero_ps();
+	__m256 vm = _mm256_set1_ps(mn), sum = _mm256_setzero_ps(), floor = _mm256_set1_ps(KATT_EXP_FLOOR);
 	for (j = 0; j + 8 <= n; j += 8) {
-		__m256 p = kv_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+		__m256 d = _mm256_sub_ps(_mm256_loadu_ps(s + j), vm);
+		/* floor first so that no lane goes subnormal; NaN stays (second operand) */
+		__m256 p = kv_exp8(_mm256_max_ps(floor, d));
+		p = _mm256_andnot_ps(_mm256_cmp_ps(d, floor, _CMP_LT_OQ), p);
 		_mm256_storeu_ps(s + j, p);
 		sum = _mm256_add_ps(sum, p);
 	}
 	float sums = hsum8(sum);
 	for (; j < n; j++) {
-		float p = expf(s[j] - mn);
+		float p = katt_weight(s[j] - mn);
 		s[j] = p;
 		sums += p;
 	}
 	for (; j < np; j++)
 		s[j] = 0.0f;
-	*alpha = expf(*m - mn);
+	*alpha = katt_weight(*m - mn);
 	*l = *l * *alpha + sums;
 	*m = mn;
 }

@@ -118,14 +118,17 @@ static void softmax_avx512(float *s, int np, int n, float scale, const float *ma
 	}
 	float bm = _mm512_reduce_max_ps(mx);
 	float mn = *m > bm ? *m : bm;
-	__m512 vm = _mm512_set1_ps(mn), sum = _mm512_setzero_ps();
+	__m512 vm = _mm512_set1_ps(mn), sum = _mm512_setzero_ps(), floor = _mm512_set1_ps(KATT_EXP_FLOOR);
 	for (int j = 0; j < np; j += 16) {
-		__m512 p = exp_nonpos16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
-		p = _mm512_maskz_mov_ps(lanes(n - j), p); /* padding lanes: -inf - (-inf) would be NaN */
+		__m512 d = _mm512_sub_ps(_mm512_loadu_ps(s + j), vm);
+		/* floor first so that no lane goes subnormal; NaN stays (second operand) */
+		__m512 p = exp_nonpos16(_mm512_max_ps(floor, d));
+		/* padding lanes (-inf - (-inf) would be NaN) and weights below the floor are 0 */
+		p = _mm512_maskz_mov_ps(lanes(n - j) & _mm512_cmp_ps_mask(d, floor, _CMP_NLT_UQ), p);
 		_mm512_storeu_ps(s + j, p);
 		sum = _mm512_add_ps(sum, p);
 	}
-	*alpha = expf(*m - mn);
+	*alpha = katt_weight(*m - mn);
 	*l = *l * *alpha + _mm512_reduce_add_ps(sum);
 	*m = mn;
 }
