@@ -209,14 +209,6 @@ const k_kernel kfast_conv2d_nhwc_1x1 = {"conv2d_nhwc_gemm_1x1", 0, pw_supports, 
  * split too (each part then redoes the chunk's col, cheap next to its GEMM). */
 enum { COL_FLOATS = 262144, BLOCK_COLS = 128 };
 
-/* Rows of the GEMM's micro-tile ("avx512_14x32" -> 14): chunks of whole
- * tiles waste no rows. */
-static int64_t tile_rows(void)
-{
-	const char *name = kgemm_kernel_name(), *us = name ? strrchr(name, '_') : NULL;
-	long mr = us ? strtol(us + 1, NULL, 10) : 0;
-	return mr > 0 && mr <= 64 ? mr : 8;
-}
 
 typedef struct i2c_plan {
 	int64_t K, M;       /* GEMM depth, output pixels */
@@ -232,7 +224,7 @@ static i2c_plan make_plan(const kconv_geom *g, int nthreads)
 	i2c_plan p;
 	p.K = g->KH * g->KW * g->Cg;
 	p.M = g->N * g->OH * g->OW;
-	const int64_t mr = tile_rows();
+	const int64_t mr = kgemm_tile_rows();
 	/* as few chunks as fit col in a thread's share of L2: each chunk reads
 	 * the whole weight, and at 7x7 (49 pixels, a 9 MiB weight) reading it
 	 * twice cost more than the arithmetic; then whole tiles per chunk when

@@ -107,6 +107,11 @@ const char *kgemm_kernel_name(void)
 	return kgemm_ukernel()->name;
 }
 
+int kgemm_tile_rows(void)
+{
+	return kgemm_ukernel()->mr;
+}
+
 /* ---- activations --------------------------------------------------------- */
 
 float kgemm_act_simple_f32(float x, k_act act)

@@ -62,4 +62,8 @@ void kgemm_f32_reference(int64_t M, int64_t N, int64_t K, const float *A, int64_
 /* Name of the micro-kernel in use ("avx2_6x16", ...), for reports. */
 const char *kgemm_kernel_name(void);
 
+/* Rows of the micro-kernel's tile (12 for avx512_12x32): callers that cut
+ * M into chunks use multiples of it so that no chunk ends in a thin tile. */
+int kgemm_tile_rows(void);
+
 #endif
