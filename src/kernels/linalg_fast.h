@@ -11,7 +11,6 @@ extern const k_kernel kfast_mm_packed, kfast_mm;
 extern const k_kernel kfast_addmm_packed, kfast_addmm;
 extern const k_kernel kfast_linear_packed, kfast_linear;
 extern const k_kernel kfast_bmm;
-extern const k_kernel kfast_sdpa;
 
 /* conv_fast.c */
 extern const k_kernel kfast_conv2d_depthwise, kfast_conv2d_1x1, kfast_conv2d_im2col;

@@ -16,7 +16,7 @@ static const k_kernel *const mm[] = {&kfast_mm_packed, &kfast_mm, NULL};
 static const k_kernel *const addmm[] = {&kfast_addmm_packed, &kfast_addmm, NULL};
 static const k_kernel *const linear[] = {&kfast_linear_packed, &kfast_linear, NULL};
 static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
-static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, &kfast_sdpa, NULL};
+static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, NULL};
 static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
 						&kfast_conv2d_nhwc_im2col, NULL};
 static const k_kernel *const permute[] = {&kfast_permute_nchw_nhwc, NULL};
