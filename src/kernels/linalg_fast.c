@@ -7,7 +7,6 @@
  * registers. f32 only; f64 takes the reference. */
 #include "kernels/linalg_fast.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "core/error.h"
