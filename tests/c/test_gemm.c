@@ -14,6 +14,7 @@
 #include "check.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
+#include "kernels/vmath.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -363,10 +364,45 @@ static void test_act_nan(void)
 	}
 }
 
+/* A fused transcendental activation gives bitwise what the standalone op
+ * (vmath's kernel, run over the plain product) gives, on every ISA: K = 1
+ * and power-of-two B make C exactly A's values scaled, from tiny to past
+ * GELU's clamp, with signed zeros, infinities and NaN. Tile edges in both
+ * dimensions (M 29, N 45). */
+static void test_act_matches_standalone(void)
+{
+	const k_act acts[] = {K_ACT_GELU, K_ACT_GELU_TANH, K_ACT_SILU, K_ACT_SIGMOID, K_ACT_TANH};
+	const kv_func funcs[] = {KV_gelu, KV_gelu_tanh, KV_silu, KV_sigmoid, KV_tanh};
+	enum { M = 29, N = 45, K = 1 };
+	float A[M], B[N], fused[M * N], plain[M * N];
+	const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, 14.9f, -14.9f, 40.0f, -40.0f};
+	for (int i = 0; i < M; i++)
+		A[i] = i < (int)(sizeof special / sizeof special[0]) ? special[i] : (float)(i - 20) * 0.77f;
+	for (int j = 0; j < N; j++)
+		B[j] = ldexpf(j % 2 ? -1.0f : 1.0f, j % 9 - 4); /* +-2^-4 .. 2^4: products exact */
+	for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+		k_epilogue ep = k_epilogue_none();
+		void *ws = alloc_ws(kgemm_workspace_bytes(M, N, K, 1));
+		kgemm_f32(M, N, K, A, K, 1, B, N, 1, plain, N, &ep, NULL, ws);
+		ep.act = acts[a];
+		kgemm_f32(M, N, K, A, K, 1, B, N, 1, fused, N, &ep, NULL, ws);
+		free(ws);
+		kv_unary(funcs[a])(plain, plain, M * N);
+		int same = 0;
+		for (int i = 0; i < M * N; i++)
+			same += (isnan(fused[i]) && isnan(plain[i])) || memcmp(&fused[i], &plain[i], sizeof(float)) == 0;
+		CHECK(same == M * N);
+		if (same != M * N)
+			fprintf(stderr, "act %d: %d of %d differ from the standalone op\n", (int)acts[a], M * N - same,
+				M * N);
+	}
+}
+
 int main(void)
 {
 	test_api();
 	test_act_nan();
+	test_act_matches_standalone();
 	for (int nt = 1; nt <= 3; nt++) {
 		rt_pool *pool = NULL;
 		CHECK_OK(rt_pool_create(nt, &pool));

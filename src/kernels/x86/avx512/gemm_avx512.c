@@ -16,6 +16,7 @@
 
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/avx2/vmath_avx2.h"
+#include "kernels/x86/avx512/vmath_avx512.h"
 
 #define AIR_INLINE static inline __attribute__((always_inline))
 
@@ -56,6 +57,19 @@ static inline __m256 act_transcendental8(__m256 v, k_act act)
  * every tile variant. */
 static __attribute__((noinline)) void act_tile(float *c, int64_t ldc, int m, int n, k_act act)
 {
+	if (act == K_ACT_GELU) {
+		/* 16 lanes, bitwise what kv_gelu8 gives: BERT's FFN GEMM with
+		 * GELU took 0.18 ms per layer more than without, 8 lanes wide */
+		for (int r = 0; r < m; r++) {
+			float *cr = c + r * ldc;
+			for (int j = 0; j < n; j += 16) {
+				__mmask16 k = lanes(n - j);
+				__m512 v = _mm512_maskz_loadu_ps(k, cr + j);
+				_mm512_mask_storeu_ps(cr + j, k, kv_gelu16(v));
+			}
+		}
+		return;
+	}
 	for (int r = 0; r < m; r++) {
 		float *cr = c + r * ldc;
 		for (int j = 0; j < n; j += 8) {

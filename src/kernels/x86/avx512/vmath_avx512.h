@@ -1,0 +1,86 @@
+/* vmath_avx512.h - 16-lane versions of vmath building blocks, for AVX-512
+ * kernels. Each one does, lane by lane, exactly the operations of its 8-lane
+ * twin in x86/avx2/vmath_avx2.h (same constants, same order, same roundings),
+ * so it gives bitwise the same results: a GEMM epilogue that uses one must
+ * agree with the standalone op, which runs the 8-lane one. */
+#ifndef AIR_KERNELS_X86_AVX512_VMATH_AVX512_H
+#define AIR_KERNELS_X86_AVX512_VMATH_AVX512_H
+
+#include <immintrin.h>
+
+#include "kernels/vmath_consts.h"
+
+#define KV_C16(c) _mm512_set1_ps(c)
+
+static inline __m512 kv_abs16(__m512 x)
+{
+	return _mm512_castsi512_ps(_mm512_andnot_si512(_mm512_castps_si512(KV_C16(-0.0f)), _mm512_castps_si512(x)));
+}
+
+static inline __m512 kv_signbit16(__m512 x)
+{
+	return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(KV_C16(-0.0f)), _mm512_castps_si512(x)));
+}
+
+/* kv_exp_hl8: e^(a + b), a = n ln2 + r */
+static inline __m512 kv_exp_hl16(__m512 a, __m512 b)
+{
+	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(a, KV_C16(KV_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 t = _mm512_fnmadd_ps(n, KV_C16(KV_LN2_HI), a); /* exact */
+	__m512 r = _mm512_add_ps(_mm512_fnmadd_ps(n, KV_C16(KV_LN2_LO), t), b);
+	__m512 p = KV_C16(KV_EXP_C6);
+	p = _mm512_fmadd_ps(p, r, KV_C16(KV_EXP_C5));
+	p = _mm512_fmadd_ps(p, r, KV_C16(KV_EXP_C4));
+	p = _mm512_fmadd_ps(p, r, KV_C16(KV_EXP_C3));
+	p = _mm512_fmadd_ps(p, r, KV_C16(KV_EXP_C2));
+	p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+	p = _mm512_add_ps(p, KV_C16(1.0f));
+	__m512i ni = _mm512_cvtps_epi32(n);
+	__mmask16 out = _mm512_cmp_ps_mask(n, KV_C16(-125.0f), _CMP_LT_OQ) |
+			_mm512_cmp_ps_mask(n, KV_C16(127.0f), _CMP_GT_OQ);
+	if (!out) /* p in [0.7, 1.5]: adding n to its exponent stays normal */
+		return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(ni, 23)));
+	__m512i n1 = _mm512_srai_epi32(ni, 1);
+	__m512i n2 = _mm512_sub_epi32(ni, n1);
+	__m512i bias = _mm512_set1_epi32(127);
+	__m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+	__m512 m = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23)));
+	return _mm512_mul_ps(m, scale);
+}
+
+/* One of kv_gelu_center / kv_gelu_coef's 8-entry rows, per lane's piece. */
+static inline __m512 kv_gelu_pick16(const float *row, __m512i idx)
+{
+	return _mm512_permutexvar_ps(idx, _mm512_zextps256_ps512(_mm256_loadu_ps(row)));
+}
+
+/* kv_gelu8, 16 lanes: x Phi(x) */
+static inline __m512 kv_gelu16(__m512 x)
+{
+	__m512 ac = _mm512_min_ps(KV_C16(KV_GELU_CLAMP), kv_abs16(x));
+	__mmask16 far = _mm512_cmp_ps_mask(ac, KV_C16(3.0f), _CMP_GE_OQ);
+	/* piece: trunc(2a) up to 6, plus 1 from a = 5 on (only the low 3 bits
+	 * of a NaN lane's index matter to the 8-entry lookup: 0, as in kv_gelu8) */
+	__m512i idx = _mm512_min_epi32(_mm512_cvttps_epi32(_mm512_add_ps(ac, ac)), _mm512_set1_epi32(6));
+	idx = _mm512_mask_add_epi32(idx, _mm512_cmp_ps_mask(ac, KV_C16(5.0f), _CMP_GE_OQ), idx, _mm512_set1_epi32(1));
+	idx = _mm512_and_si512(idx, _mm512_set1_epi32(7));
+	__m512 h = _mm512_mul_ps(ac, ac);
+	__m512 l = _mm512_fmsub_ps(ac, ac, h); /* a^2 = h + l exactly */
+	__m512 v = ac;
+	if (far)
+		v = _mm512_mask_blend_ps(far, ac, _mm512_div_ps(KV_C16(1.0f), h));
+	__m512 t = _mm512_sub_ps(v, kv_gelu_pick16(kv_gelu_center, idx));
+	__m512 p = kv_gelu_pick16(kv_gelu_coef[KV_GELU_DEG], idx);
+	for (int k = KV_GELU_DEG - 1; k >= 0; k--)
+		p = _mm512_fmadd_ps(p, t, kv_gelu_pick16(kv_gelu_coef[k], idx));
+	__m512 one = KV_C16(1.0f);
+	__m512 sgn1 = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(kv_signbit16(x)), _mm512_castps_si512(one)));
+	__m512 pre = _mm512_mask_blend_ps(far, x, sgn1);
+	__m512 a = _mm512_max_ps(KV_C16(KV_EXP_LO), _mm512_mul_ps(h, KV_C16(-0.5f)));
+	__m512 e = kv_exp_hl16(a, _mm512_mul_ps(l, KV_C16(-0.5f))); /* e^(-x^2/2) */
+	__m512 tt = _mm512_mul_ps(_mm512_mul_ps(pre, p), e);
+	__m512 neg = _mm512_add_ps(tt, _mm512_mul_ps(x, _mm512_setzero_ps()));
+	return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), neg, _mm512_sub_ps(x, tt));
+}
+
+#endif
