@@ -87,21 +87,6 @@ static bool same_shape(const air_graph *g, const ir_value *a, const ir_value *b)
 	return true;
 }
 
-/* Resets node n's attributes to those of op (schema defaults). */
-static void reset_attrs(ir_node *n, int op)
-{
-	const op_def *def = op_get(op);
-	for (int a = 0; a < IR_MAX_ATTRS; a++) {
-		free(n->attrs[a].ints);
-		memset(&n->attrs[a], 0, sizeof n->attrs[a]);
-	}
-	for (int a = 0; a < def->n_attrs; a++) {
-		n->attrs[a].i = def->attrs[a].def_i;
-		n->attrs[a].f = def->attrs[a].def_f;
-	}
-	n->op = op;
-}
-
 static air_status set_inputs(ir_node *n, const air_value *in, int n_in)
 {
 	if (n_in > n->n_in) {
@@ -169,7 +154,7 @@ static air_status to_linear(fuse_state *s, int k)
 	}
 	air_value in[3] = {a, w, bias};
 	AIR_TRY(set_inputs(n, in, addmm ? 3 : 2));
-	reset_attrs(n, OP_linear);
+	pass_set_op(n, OP_linear);
 	n->attrs[0].i = addmm;
 	s->canon++;
 	return AIR_OK;

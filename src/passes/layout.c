@@ -57,18 +57,9 @@ static int find(int *parent, int k)
 	return k;
 }
 
-static int attr_index(int op, const char *name)
-{
-	const op_def *d = op_get(op);
-	for (int i = 0; i < d->n_attrs; i++)
-		if (strcmp(d->attrs[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 static int64_t attr_i(const ir_node *n, const char *name, int64_t def)
 {
-	int i = attr_index(n->op, name);
+	int i = pass_attr_index(n->op, name);
 	return i < 0 ? def : n->attrs[i].i;
 }
 
@@ -107,7 +98,7 @@ static bool conv_is_pointwise(const air_graph *g, const ir_node *n)
 {
 	static const int64_t zeros[2] = {0, 0};
 	int64_t pad[2];
-	int pi = attr_index(n->op, "padding");
+	int pi = pass_attr_index(n->op, "padding");
 	if (pi < 0)
 		return false;
 	kref_pair(n->attrs[pi].ints, n->attrs[pi].n, zeros, pad);
@@ -133,7 +124,7 @@ static bool spatial_input(const air_graph *g, const ir_node *n, int kind, int i)
 static bool is_spatial_mean(const air_graph *g, const ir_node *n)
 {
 	const ir_value *x = val(g, n->in[0]);
-	const ir_attr *axes = &n->attrs[attr_index(OP_mean, "axes")];
+	const ir_attr *axes = &n->attrs[pass_attr_index(OP_mean, "axes")];
 	if (x->dtype != AIR_F32 || x->rank != 4 || axes->n != 2)
 		return false;
 	int seen = 0;
@@ -147,7 +138,7 @@ static bool is_spatial_mean(const air_graph *g, const ir_node *n)
 
 static bool mean_keepdim(const ir_node *n)
 {
-	return n->attrs[attr_index(OP_mean, "keepdim")].i != 0;
+	return n->attrs[pass_attr_index(OP_mean, "keepdim")].i != 0;
 }
 
 static int classify(const air_graph *g, const ir_node *n)
@@ -220,7 +211,7 @@ static void rewrite_conv(ir_node *n)
 	memset(n->attrs, 0, sizeof n->attrs);
 	int old_op = n->op;
 	for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++) {
-		int from = attr_index(old_op, names[k]), to = attr_index(OP_conv2d_nhwc, names[k]);
+		int from = pass_attr_index(old_op, names[k]), to = pass_attr_index(OP_conv2d_nhwc, names[k]);
 		if (from >= 0) {
 			n->attrs[to] = old[from];
 			memset(&old[from], 0, sizeof old[from]);
@@ -231,10 +222,10 @@ static void rewrite_conv(ir_node *n)
 	for (int a = 0; a < IR_MAX_ATTRS; a++)
 		free(old[a].ints);
 	n->op = OP_conv2d_nhwc;
-	n->attrs[attr_index(OP_conv2d_nhwc, "has_bias")].i = has_bias;
-	n->attrs[attr_index(OP_conv2d_nhwc, "has_bias")].set = true;
-	n->attrs[attr_index(OP_conv2d_nhwc, "has_residual")].i = has_res;
-	n->attrs[attr_index(OP_conv2d_nhwc, "has_residual")].set = true;
+	n->attrs[pass_attr_index(OP_conv2d_nhwc, "has_bias")].i = has_bias;
+	n->attrs[pass_attr_index(OP_conv2d_nhwc, "has_bias")].set = true;
+	n->attrs[pass_attr_index(OP_conv2d_nhwc, "has_residual")].i = has_res;
+	n->attrs[pass_attr_index(OP_conv2d_nhwc, "has_residual")].set = true;
 }
 
 static int pool_nhwc_op(int op)
@@ -370,7 +361,7 @@ static air_status run(layout_ctx *c, pass_log *log)
 			to_nhwc(&g->values[n->out[0]]);
 		if (c->kind[k] == K_MEAN && mean_keepdim(n)) {
 			/* [N, 1, 1, C]: the NHWC pool's output, from its channel-vector kernel */
-			ir_attr *a = &n->attrs[attr_index(OP_mean, "axes")];
+			ir_attr *a = &n->attrs[pass_attr_index(OP_mean, "axes")];
 			a->ints[0] = a->ints[1] = 1;
 			for (int i = 0; i < IR_MAX_ATTRS; i++)
 				if (&n->attrs[i] != a) {
@@ -379,10 +370,10 @@ static air_status run(layout_ctx *c, pass_log *log)
 				}
 			ir_attr os = *a;
 			memset(a, 0, sizeof *a);
-			n->attrs[attr_index(OP_adaptive_avg_pool2d_nhwc, "output_size")] = os;
+			n->attrs[pass_attr_index(OP_adaptive_avg_pool2d_nhwc, "output_size")] = os;
 			n->op = OP_adaptive_avg_pool2d_nhwc;
 		} else if (c->kind[k] == K_MEAN) {
-			ir_attr *axes = &n->attrs[attr_index(OP_mean, "axes")];
+			ir_attr *axes = &n->attrs[pass_attr_index(OP_mean, "axes")];
 			axes->ints[0] = 1;
 			axes->ints[1] = 2;
 		} else if (c->kind[k] == K_CONV)

@@ -1,9 +1,36 @@
-/* pass.c - what passes share: the log, and compaction after nodes die. */
+/* pass.c - what passes share: the log, compaction after nodes die, and
+ * rewriting a node's op and attributes. */
 #include "passes/pass.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "ops/op.h"
+
+int pass_attr_index(int op, const char *name)
+{
+	const op_def *def = op_get(op);
+	for (int a = 0; a < def->n_attrs; a++)
+		if (strcmp(def->attrs[a].name, name) == 0)
+			return a;
+	return -1;
+}
+
+void pass_set_op(ir_node *n, int op)
+{
+	const op_def *def = op_get(op);
+	for (int a = 0; a < IR_MAX_ATTRS; a++) {
+		free(n->attrs[a].ints);
+		memset(&n->attrs[a], 0, sizeof n->attrs[a]);
+	}
+	for (int a = 0; a < def->n_attrs; a++) {
+		n->attrs[a].i = def->attrs[a].def_i;
+		n->attrs[a].f = def->attrs[a].def_f;
+	}
+	n->op = op;
+}
 
 void pass_logf(pass_log *log, const char *fmt, ...)
 {

@@ -38,4 +38,11 @@ air_status pass_fuse_elementwise(air_graph *g, int max_group, pass_log *log);
 /* Removes nodes marked dead and renumbers producers. */
 void pass_compact(air_graph *g, const char *dead_nodes);
 
+/* Index of op's attribute called name in its schema, or -1. */
+int pass_attr_index(int op, const char *name);
+
+/* Turns node n into op with every attribute at its schema default (the
+ * caller sets inputs and the attributes it means). */
+void pass_set_op(ir_node *n, int op);
+
 #endif

@@ -127,33 +127,9 @@ static ir_node *producer(simp *s, air_value v)
 	return &s->g->nodes[x->index];
 }
 
-static int attr_index(int op, const char *name)
-{
-	const op_def *def = op_get(op);
-	for (int a = 0; a < def->n_attrs; a++)
-		if (strcmp(def->attrs[a].name, name) == 0)
-			return a;
-	return -1;
-}
-
-/* Turns n into op with every attribute at its schema default. */
-static void set_op(ir_node *n, int op)
-{
-	const op_def *def = op_get(op);
-	for (int a = 0; a < IR_MAX_ATTRS; a++) {
-		free(n->attrs[a].ints);
-		memset(&n->attrs[a], 0, sizeof n->attrs[a]);
-	}
-	for (int a = 0; a < def->n_attrs; a++) {
-		n->attrs[a].i = def->attrs[a].def_i;
-		n->attrs[a].f = def->attrs[a].def_f;
-	}
-	n->op = op;
-}
-
 static void set_int_attr(ir_node *n, const char *name, int64_t value)
 {
-	int a = attr_index(n->op, name);
+	int a = pass_attr_index(n->op, name);
 	if (a >= 0) {
 		n->attrs[a].set = true;
 		n->attrs[a].i = value;
@@ -205,7 +181,7 @@ static void rule_gemm(simp *s, int k)
 		n->in[0] = x;
 		n->in[1] = (air_value)w;
 		n->in[2] = b;
-		set_op(n, OP_linear);
+		pass_set_op(n, OP_linear);
 		set_int_attr(n, "has_bias", 1);
 		s->count[RW_ADDMM_LINEAR]++;
 		s->changed = true;
@@ -214,7 +190,7 @@ static void rule_gemm(simp *s, int k)
 		if (w < 0)
 			return;
 		set_input(s, n, 1, (air_value)w);
-		set_op(n, OP_linear);
+		pass_set_op(n, OP_linear);
 		set_int_attr(n, "has_bias", 0);
 		s->count[RW_MM_LINEAR]++;
 		s->changed = true;
@@ -235,7 +211,7 @@ static air_status rule_linear_rank(simp *s, int k)
 	ir_node *lin = producer(s, v);
 	if (!lin || lin->op != OP_linear || s->uses[v] != 1)
 		return AIR_OK;
-	int res = attr_index(OP_linear, "has_residual");
+	int res = pass_attr_index(OP_linear, "has_residual");
 	if (res >= 0 && lin->attrs[res].i != 0)
 		return AIR_OK; /* the residual has the output's shape */
 	air_value x = lin->in[0];
