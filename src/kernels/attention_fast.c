@@ -107,11 +107,6 @@ static int64_t pad_to(int64_t n, int64_t m)
 	return (n + m - 1) / m * m;
 }
 
-static size_t align64(size_t n)
-{
-	return (n + 63) & ~(size_t)63;
-}
-
 /* The workspace: first K^T and V of every key block of every leading index,
  * packed once (kt [E][np], then vp [BK][evp] per block; V only when Ev is
  * not a multiple of KATT_PAD) and shared by all query blocks; then per-thread scratch: scores [BQ][BK], accumulator
@@ -124,12 +119,12 @@ typedef struct att_layout {
 
 static void att_layout_make(int64_t batch, int64_t S, int64_t E, int64_t Ev, int64_t evp, att_layout *a)
 {
-	a->block = align64((size_t)((E > 0 ? E : 1) * KATT_BK + (evp != Ev ? KATT_BK * evp : 0)) * sizeof(float));
+	a->block = k_align64((size_t)((E > 0 ? E : 1) * KATT_BK + (evp != Ev ? KATT_BK * evp : 0)) * sizeof(float));
 	a->packed = a->block * (size_t)batch * (size_t)((S + KATT_BK - 1) / KATT_BK);
 	size_t off = 0;
 #define ATT_TAKE(field, floats)                                  \
 	a->field = off;                                          \
-	off += align64((size_t)(floats) * sizeof(float))
+	off += k_align64((size_t)(floats) * sizeof(float))
 	ATT_TAKE(s, KATT_BQ * KATT_BK);
 	ATT_TAKE(o, KATT_BQ * (evp > 0 ? evp : 1));
 	ATT_TAKE(m, KATT_BQ);
@@ -137,7 +132,7 @@ static void att_layout_make(int64_t batch, int64_t S, int64_t E, int64_t Ev, int
 	ATT_TAKE(alpha, KATT_BQ);
 	ATT_TAKE(mrow, KATT_BK);
 #undef ATT_TAKE
-	a->slot = align64(off + 64); /* a spare line between threads' slots */
+	a->slot = k_align64(off + 64); /* a spare line between threads' slots */
 }
 
 typedef struct att_job {

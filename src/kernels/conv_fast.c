@@ -21,29 +21,6 @@
 #define KCONV_DW_FN kconv_dw_rows__portable
 #include "kernels/conv_dw.h"
 
-static bool conv_f32(const k_call *call)
-{
-	for (int i = 0; i < call->n_in; i++)
-		if (call->in[i].dtype != AIR_F32)
-			return false;
-	return call->out[0].dtype == AIR_F32;
-}
-
-static size_t align64(size_t n)
-{
-	return (n + 63) & ~(size_t)63;
-}
-
-static int64_t min64(int64_t a, int64_t b)
-{
-	return a < b ? a : b;
-}
-
-static int64_t cdiv(int64_t a, int64_t b)
-{
-	return (a + b - 1) / b;
-}
-
 /* ---- the fused epilogue outside a GEMM -------------------------------------- */
 
 /* y = act(y + res) over n floats just written (still in cache). Transcendental
@@ -69,7 +46,7 @@ static void epilogue_rows(float *y, const float *res, int64_t n, k_act act)
 static bool dw_supports(const k_call *call)
 {
 	kconv_geom g;
-	if (!conv_f32(call) || kconv_geom_make(call, &g) != AIR_OK)
+	if (!k_all_f32(call) || kconv_geom_make(call, &g) != AIR_OK)
 		return false;
 	return g.C >= 0 && g.G == g.C && g.O == g.C && g.KH >= 0 && g.KW >= 0 &&
 	       g.KH * g.KW <= KCONV_DW_MAX_TAPS && g.sw <= KCONV_DW_MAX_STRIDE;
@@ -88,7 +65,7 @@ typedef struct dw_job {
 static void dw_task(void *p, int64_t t, int thread)
 {
 	const dw_job *j = p;
-	int64_t t0 = t * j->planes_per_task, t1 = min64(j->planes, t0 + j->planes_per_task);
+	int64_t t0 = t * j->planes_per_task, t1 = k_min64(j->planes, t0 + j->planes_per_task);
 	j->fn(&j->g, j->x, j->w, j->bias, j->y, t0, t1, (float *)(j->ws + (size_t)thread * j->slot));
 	if (j->res || j->g.act != K_ACT_NONE) {
 		int64_t plane = j->g.OH * j->g.OW;
@@ -99,7 +76,7 @@ static void dw_task(void *p, int64_t t, int thread)
 
 static size_t dw_slot(const kconv_geom *g)
 {
-	return align64(kconv_dw_scratch_floats(g) * sizeof(float));
+	return k_align64(kconv_dw_scratch_floats(g) * sizeof(float));
 }
 
 static size_t dw_ws(const k_call *call, int nthreads)
@@ -133,7 +110,7 @@ static air_status dw_run(const k_call *call)
 #else
 	j.fn = kconv_dw_rows__portable;
 #endif
-	rt_pool_run(call->pool, cdiv(j.planes, j.planes_per_task), dw_task, &j);
+	rt_pool_run(call->pool, k_cdiv(j.planes, j.planes_per_task), dw_task, &j);
 	return AIR_OK;
 }
 
@@ -169,9 +146,9 @@ static conv_plan make_plan(const kconv_geom *g, int nthreads)
 	p.P = g->OH * g->OW;
 	int64_t pc = COL_FLOATS / (p.K > 0 ? p.K : 1);
 	pc = pc < MIN_PIXELS ? MIN_PIXELS : pc > MAX_PIXELS ? MAX_PIXELS : pc;
-	p.nchunks = p.P > 0 ? cdiv(p.P, pc) : 0;
+	p.nchunks = p.P > 0 ? k_cdiv(p.P, pc) : 0;
 	/* equal chunks, so the last one is not a sliver */
-	p.pc = p.nchunks ? cdiv(p.P, p.nchunks) : 0;
+	p.pc = p.nchunks ? k_cdiv(p.P, p.nchunks) : 0;
 	p.oc = g->Og;
 	p.noblk = 1;
 	int64_t tasks = g->N * g->G * p.nchunks;
@@ -180,12 +157,12 @@ static conv_plan make_plan(const kconv_geom *g, int nthreads)
 		 * (in multiples of 24 rows, whole micro-tiles for 4- and 6-row
 		 * kernels); each block then redoes its chunk's im2col, which is
 		 * cheap next to its GEMM */
-		int64_t want = cdiv(4 * (int64_t)nthreads, tasks);
-		p.oc = cdiv(cdiv(g->Og, want), 24) * 24;
-		p.noblk = cdiv(g->Og, p.oc);
+		int64_t want = k_cdiv(4 * (int64_t)nthreads, tasks);
+		p.oc = k_cdiv(k_cdiv(g->Og, want), 24) * 24;
+		p.noblk = k_cdiv(g->Og, p.oc);
 	}
-	p.col_bytes = p.direct ? 0 : align64((size_t)p.K * (size_t)p.pc * sizeof(float));
-	p.gemm_bytes = align64(kgemm_workspace_bytes(p.oc, p.pc, p.K, 1));
+	p.col_bytes = p.direct ? 0 : k_align64((size_t)p.K * (size_t)p.pc * sizeof(float));
+	p.gemm_bytes = k_align64(kgemm_workspace_bytes(p.oc, p.pc, p.K, 1));
 	return p;
 }
 
@@ -211,7 +188,7 @@ static void im2col(const kconv_geom *g, const float *x, int64_t p0, int64_t np, 
 				int64_t lo, hi;
 				kconv_valid_range(OW, W, g->sw, off, &lo, &hi);
 				for (int64_t p = p0; p < p0 + np;) {
-					int64_t oh = p / OW, ow = p % OW, end = min64(OW, ow + (p0 + np - p));
+					int64_t oh = p / OW, ow = p % OW, end = k_min64(OW, ow + (p0 + np - p));
 					int64_t ih = oh * g->sh - g->ph + ki * g->dh;
 					/* d[q - ow] is the slot of pixel (oh, q); columns [ow, a)
 					 * and [b, end) are padding, [a, b) read the input row */
@@ -246,8 +223,8 @@ static void conv_task(void *ctx, int64_t t, int thread)
 	int64_t ob = t % p->noblk, rest = t / p->noblk;
 	int64_t chunk = rest % p->nchunks, ng = rest / p->nchunks;
 	int64_t grp = ng % g->G, n = ng / g->G;
-	int64_t p0 = chunk * p->pc, np = min64(p->pc, p->P - p0);
-	int64_t o0 = grp * g->Og + ob * p->oc, no = min64(p->oc, g->Og - ob * p->oc);
+	int64_t p0 = chunk * p->pc, np = k_min64(p->pc, p->P - p0);
+	int64_t o0 = grp * g->Og + ob * p->oc, no = k_min64(p->oc, g->Og - ob * p->oc);
 	if (np <= 0 || no <= 0)
 		return;
 	char *slot = j->ws + (size_t)thread * (p->col_bytes + p->gemm_bytes);
@@ -303,8 +280,8 @@ static air_status conv_run(const k_call *call)
 static bool direct_supports(const k_call *call)
 {
 	kconv_geom g;
-	return conv_f32(call) && kconv_geom_make(call, &g) == AIR_OK && is_direct(&g);
+	return k_all_f32(call) && kconv_geom_make(call, &g) == AIR_OK && is_direct(&g);
 }
 
 const k_kernel kfast_conv2d_1x1 = {"conv2d_gemm_1x1", 0, direct_supports, NULL, NULL, conv_ws, conv_run};
-const k_kernel kfast_conv2d_im2col = {"conv2d_im2col_gemm", 0, conv_f32, NULL, NULL, conv_ws, conv_run};
+const k_kernel kfast_conv2d_im2col = {"conv2d_im2col_gemm", 0, k_all_f32, NULL, NULL, conv_ws, conv_run};

@@ -48,29 +48,6 @@ static rows_fns pick_rows(void)
 	return f;
 }
 
-static bool all_f32(const k_call *call)
-{
-	for (int i = 0; i < call->n_in; i++)
-		if (call->in[i].dtype != AIR_F32)
-			return false;
-	return call->out[0].dtype == AIR_F32;
-}
-
-static size_t align64(size_t n)
-{
-	return (n + 63) & ~(size_t)63;
-}
-
-static int64_t min64(int64_t a, int64_t b)
-{
-	return a < b ? a : b;
-}
-
-static int64_t cdiv(int64_t a, int64_t b)
-{
-	return (a + b - 1) / b;
-}
-
 static int is_transcendental(k_act act)
 {
 	return kgemm_act_is_transcendental(act);
@@ -87,7 +64,7 @@ static void conv_operands(const k_call *call, const kconv_nhwc *c, const float *
  * something to multiply (K == 0 or O == 0 is left to the reference). */
 static bool gemm_conv_ok(const k_call *call, kconv_nhwc *c)
 {
-	if (!all_f32(call) || !call->in_const || !call->in_const[1] || kconv_nhwc_make(call, c) != AIR_OK)
+	if (!k_all_f32(call) || !call->in_const || !call->in_const[1] || kconv_nhwc_make(call, c) != AIR_OK)
 		return false;
 	const kconv_geom *g = &c->g;
 	return g->O > 0 && g->Cg > 0 && g->KH > 0 && g->KW > 0 && g->G >= 1 && g->O % g->G == 0;
@@ -119,7 +96,7 @@ static air_status pack_weight(const k_call *call, int64_t nb_want, void **out)
 	AIR_TRY(kconv_nhwc_make(call, &c));
 	const kconv_geom *g = &c.g;
 	const int64_t taps = g->KH * g->KW, K = taps * g->Cg, Og = g->Og;
-	const int64_t nb = nb_want < Og ? nb_want : Og, nblk = cdiv(Og, nb);
+	const int64_t nb = nb_want < Og ? nb_want : Og, nblk = k_cdiv(Og, nb);
 	const float *w = call->in[1].data;
 	packed_w *pw = calloc(1, sizeof *pw + sizeof pw->b[0] * (size_t)(g->G * nblk));
 	float *tmp = malloc(sizeof(float) * (size_t)(K * Og));
@@ -138,7 +115,7 @@ static air_status pack_weight(const k_call *call, int64_t nb_want, void **out)
 				for (int64_t t = 0; t < taps; t++)
 					tmp[(t * g->Cg + ci) * Og + o] = w[((grp * Og + o) * g->Cg + ci) * taps + t];
 		for (int64_t jb = 0; jb < nblk && st == AIR_OK; jb++)
-			st = kgemm_pack_b(K, min64(nb, Og - jb * nb), tmp + jb * nb, Og, 1, &pw->b[grp * nblk + jb]);
+			st = kgemm_pack_b(K, k_min64(nb, Og - jb * nb), tmp + jb * nb, Og, 1, &pw->b[grp * nblk + jb]);
 	}
 	free(tmp);
 	if (st != AIR_OK) {
@@ -231,19 +208,19 @@ static i2c_plan make_plan(const kconv_geom *g, int nthreads)
 	 * that still fits */
 	int64_t rmax = COL_FLOATS / (p.K > 0 ? p.K : 1);
 	rmax = rmax < mr ? mr : rmax;
-	p.nrc = cdiv(p.M, rmax);
-	p.rc = p.nrc ? cdiv(p.M, p.nrc) : 0;
-	if (cdiv(p.rc, mr) * mr <= rmax)
-		p.rc = min64(p.M, cdiv(p.rc, mr) * mr);
-	p.nrc = p.rc ? cdiv(p.M, p.rc) : 0;
-	int64_t nb = BLOCK_COLS < g->Og ? BLOCK_COLS : g->Og, nblk = nb > 0 ? cdiv(g->Og, nb) : 0;
+	p.nrc = k_cdiv(p.M, rmax);
+	p.rc = p.nrc ? k_cdiv(p.M, p.nrc) : 0;
+	if (k_cdiv(p.rc, mr) * mr <= rmax)
+		p.rc = k_min64(p.M, k_cdiv(p.rc, mr) * mr);
+	p.nrc = p.rc ? k_cdiv(p.M, p.rc) : 0;
+	int64_t nb = BLOCK_COLS < g->Og ? BLOCK_COLS : g->Og, nblk = nb > 0 ? k_cdiv(g->Og, nb) : 0;
 	int64_t tasks = g->G * p.nrc, want = 4 * (int64_t)nthreads, ncg = 1;
 	if (nthreads > 1 && tasks > 0 && tasks < want)
-		ncg = min64(nblk, cdiv(want, tasks));
-	p.bpg = ncg > 0 && nblk > 0 ? cdiv(nblk, ncg) : 1;
-	p.ncg = nblk > 0 ? cdiv(nblk, p.bpg) : 0;
-	p.col_bytes = align64(sizeof(float) * (size_t)(p.rc * p.K));
-	p.slot_bytes = p.col_bytes + align64(kgemm_packed_workspace_bytes(p.rc, nb, p.K, 1));
+		ncg = k_min64(nblk, k_cdiv(want, tasks));
+	p.bpg = ncg > 0 && nblk > 0 ? k_cdiv(nblk, ncg) : 1;
+	p.ncg = nblk > 0 ? k_cdiv(nblk, p.bpg) : 0;
+	p.col_bytes = k_align64(sizeof(float) * (size_t)(p.rc * p.K));
+	p.slot_bytes = p.col_bytes + k_align64(kgemm_packed_workspace_bytes(p.rc, nb, p.K, 1));
 	return p;
 }
 
@@ -298,16 +275,16 @@ static void i2c_task(void *ctx, int64_t t, int thread)
 	const i2c_plan *p = &j->p;
 	const packed_w *pw = j->pw;
 	int64_t cg = t % p->ncg, rest = t / p->ncg, chunk = rest % p->nrc, grp = rest / p->nrc;
-	int64_t m0 = chunk * p->rc, rows = min64(p->rc, p->M - m0);
+	int64_t m0 = chunk * p->rc, rows = k_min64(p->rc, p->M - m0);
 	if (rows <= 0)
 		return;
 	char *slot = j->ws + (size_t)thread * p->slot_bytes;
 	float *col = (float *)slot;
 	for (int64_t r = 0; r < rows; r++)
 		im2col_row(g, j->x, m0 + r, grp, col + r * p->K);
-	int64_t jb1 = min64(pw->nblk, (cg + 1) * p->bpg);
+	int64_t jb1 = k_min64(pw->nblk, (cg + 1) * p->bpg);
 	for (int64_t jb = cg * p->bpg; jb < jb1; jb++) {
-		int64_t o0 = grp * g->Og + jb * pw->nb, no = min64(pw->nb, g->Og - jb * pw->nb);
+		int64_t o0 = grp * g->Og + jb * pw->nb, no = k_min64(pw->nb, g->Og - jb * pw->nb);
 		k_epilogue ep = k_epilogue_none();
 		ep.bias_n = j->bias ? j->bias + o0 : NULL;
 		ep.residual = j->res ? j->res + m0 * g->O + o0 : NULL;
@@ -363,7 +340,7 @@ const k_kernel kfast_conv2d_nhwc_im2col = {"conv2d_nhwc_im2col_gemm", 0, i2c_sup
 static bool dw_supports(const k_call *call)
 {
 	kconv_nhwc c;
-	if (!all_f32(call) || !call->in_const || !call->in_const[1] || kconv_nhwc_make(call, &c) != AIR_OK)
+	if (!k_all_f32(call) || !call->in_const || !call->in_const[1] || kconv_nhwc_make(call, &c) != AIR_OK)
 		return false;
 	const kconv_geom *g = &c.g;
 	return g->C > 0 && g->G == g->C && g->O == g->C && g->Cg == 1 && g->KH > 0 && g->KW > 0;
@@ -398,7 +375,7 @@ static void dw_task(void *p, int64_t t, int thread)
 	const dw_job *j = p;
 	const kconv_geom *g = &j->c.g;
 	const int64_t OH = g->OH, row = g->OW * g->C;
-	int64_t r0 = t * j->rows_per_task, r1 = min64(g->N * OH, r0 + j->rows_per_task);
+	int64_t r0 = t * j->rows_per_task, r1 = k_min64(g->N * OH, r0 + j->rows_per_task);
 	for (int64_t r = r0; r < r1; r++) {
 		const float *x = j->x + (r / OH) * g->H * g->W * g->C;
 		float *y = j->y + r * row;
@@ -421,8 +398,8 @@ static air_status dw_run(const k_call *call)
 	conv_operands(call, &j.c, &j.bias, &j.res);
 	j.y = call->out[0].data;
 	int64_t row = g->OW * g->C * g->KH * g->KW;
-	j.rows_per_task = row > 0 ? cdiv(K_GRAIN, row) : 1;
-	rt_pool_run(call->pool, cdiv(g->N * g->OH, j.rows_per_task), dw_task, &j);
+	j.rows_per_task = row > 0 ? k_cdiv(K_GRAIN, row) : 1;
+	rt_pool_run(call->pool, k_cdiv(g->N * g->OH, j.rows_per_task), dw_task, &j);
 	return AIR_OK;
 }
 
@@ -455,13 +432,13 @@ static void pool_window_max(const pool_job *j, const float *x, int64_t oh, int64
 /* torch's avg_pool2d windows and divisors (as kernels/ref/conv.c) */
 static void pool_window_avg(const pool_job *j, const float *x, int64_t oh, int64_t ow, float *y)
 {
-	int64_t h0 = oh * j->sh - j->ph, h1 = min64(h0 + j->kh, j->H + j->ph);
-	int64_t w0 = ow * j->sw - j->pw, w1 = min64(w0 + j->kw, j->W + j->pw);
+	int64_t h0 = oh * j->sh - j->ph, h1 = k_min64(h0 + j->kh, j->H + j->ph);
+	int64_t w0 = ow * j->sw - j->pw, w1 = k_min64(w0 + j->kw, j->W + j->pw);
 	int64_t pool_size = (h1 - h0) * (w1 - w0);
 	h0 = h0 < 0 ? 0 : h0;
 	w0 = w0 < 0 ? 0 : w0;
-	h1 = min64(h1, j->H);
-	w1 = min64(w1, j->W);
+	h1 = k_min64(h1, j->H);
+	w1 = k_min64(w1, j->W);
 	if (h0 >= h1 || w0 >= w1) {
 		memset(y, 0, sizeof(float) * (size_t)j->C);
 		return;
@@ -480,7 +457,7 @@ static void pool_window_adaptive(const pool_job *j, const float *x, int64_t oh, 
 static void pool_task(void *p, int64_t t, int thread)
 {
 	const pool_job *j = p;
-	int64_t r0 = t * j->rows_per_task, r1 = min64(j->rows, r0 + j->rows_per_task);
+	int64_t r0 = t * j->rows_per_task, r1 = k_min64(j->rows, r0 + j->rows_per_task);
 	for (int64_t r = r0; r < r1; r++) {
 		int64_t n = r / j->OH, oh = r % j->OH;
 		const float *x = j->x + n * j->H * j->W * j->C;
@@ -532,8 +509,8 @@ static air_status pool_run(const k_call *call, int kind)
 		return AIR_OK;
 	int64_t row = j.OW * j.C;
 	j.rows = y->dims[0] * j.OH;
-	j.rows_per_task = cdiv(K_GRAIN, row > 0 ? row : 1);
-	int64_t ntasks = cdiv(j.rows, j.rows_per_task);
+	j.rows_per_task = k_cdiv(K_GRAIN, row > 0 ? row : 1);
+	int64_t ntasks = k_cdiv(j.rows, j.rows_per_task);
 	rt_pool_run(call->pool, ntasks, pool_task, &j);
 	return AIR_OK;
 }
@@ -601,11 +578,11 @@ static void tr_task(void *p, int64_t t, int thread)
 {
 	const tr_job *j = p;
 	/* task t: image t / rt, tile row t % rt, every tile column */
-	int64_t n = t / j->rt, r0 = (t % j->rt) * TT, r1 = min64(j->R, r0 + TT);
+	int64_t n = t / j->rt, r0 = (t % j->rt) * TT, r1 = k_min64(j->R, r0 + TT);
 	const uint32_t *x = j->x + n * j->R * j->S;
 	uint32_t *y = j->y + n * j->R * j->S;
 	for (int64_t s0 = 0; s0 < j->S; s0 += TT) {
-		int64_t s1 = min64(j->S, s0 + TT);
+		int64_t s1 = k_min64(j->S, s0 + TT);
 		if (r1 - r0 == TT && s1 - s0 == TT) {
 			for (int64_t s = s0; s < s0 + TT; s++)
 				for (int64_t r = 0; r < TT; r++)
@@ -630,7 +607,7 @@ static air_status tr_run(const k_call *call)
 	int64_t C = which == 1 ? x->dims[1] : x->dims[3], HW = which == 1 ? x->dims[2] * x->dims[3] : x->dims[1] * x->dims[2];
 	j.R = which == 1 ? C : HW;
 	j.S = which == 1 ? HW : C;
-	j.rt = cdiv(j.R, TT);
+	j.rt = k_cdiv(j.R, TT);
 	rt_pool_run(call->pool, x->dims[0] * j.rt, tr_task, &j);
 	return AIR_OK;
 }

@@ -69,6 +69,35 @@ static inline int64_t k_numel(int rank, const int64_t *dims)
 	return n;
 }
 
+/* Every input and output is f32: what most fast kernels require. */
+static inline bool k_all_f32(const k_call *call)
+{
+	for (int i = 0; i < call->n_in; i++)
+		if (call->in[i].dtype != AIR_F32)
+			return false;
+	for (int o = 0; o < call->n_out; o++)
+		if (call->out[o].dtype != AIR_F32)
+			return false;
+	return true;
+}
+
+/* n rounded up to a cache line: workspace slices never share one. */
+static inline size_t k_align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+static inline int64_t k_min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* a / b rounded up, for a >= 0 and b > 0. */
+static inline int64_t k_cdiv(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
 /* Grain for parallel loops over elements: about this many per task. */
 enum { K_GRAIN = 16384 };
 

@@ -13,19 +13,6 @@
 #include "kernels/gemm.h"
 #include "kernels/ref/linalg.h"
 
-static bool all_f32(const k_call *call)
-{
-	for (int i = 0; i < call->n_in; i++)
-		if (call->in[i].dtype != AIR_F32)
-			return false;
-	return call->out[0].dtype == AIR_F32;
-}
-
-static size_t align64(size_t n)
-{
-	return (n + 63) & ~(size_t)63;
-}
-
 /* ---- operand geometry ---------------------------------------------------- */
 
 /* C[M, N] = A[M, K] @ B[K, N] with B(k, j) = b[k * rs_b + j * cs_b]. */
@@ -150,7 +137,7 @@ static air_status run_product(const k_call *call, which_op op, const kgemm_packe
 		return AIR_OK;
 	size_t gemm_ws = packed ? kgemm_packed_workspace_bytes(d.M, d.N, d.K, nthreads_hint)
 				: kgemm_workspace_bytes(d.M, d.N, d.K, nthreads_hint);
-	float *scratch = (float *)((char *)call->workspace + align64(gemm_ws));
+	float *scratch = (float *)((char *)call->workspace + k_align64(gemm_ws));
 	k_epilogue ep = k_epilogue_none();
 	if (op == OP_IS_ADDMM) {
 		AIR_TRY(addmm_epilogue(call, d.M, d.N, C, scratch, &ep));
@@ -184,7 +171,7 @@ static size_t product_workspace(const k_call *call, int nthreads, which_op op, b
 	size_t w = packed ? kgemm_packed_workspace_bytes(d.M, d.N, d.K, nthreads)
 			  : kgemm_workspace_bytes(d.M, d.N, d.K, nthreads);
 	if (op == OP_IS_ADDMM)
-		w = align64(w) + bias_scratch_floats(call, d.M, d.N) * sizeof(float);
+		w = k_align64(w) + bias_scratch_floats(call, d.M, d.N) * sizeof(float);
 	return w;
 }
 
@@ -211,7 +198,7 @@ static size_t product_workspace(const k_call *call, int nthreads, which_op op, b
 	{                                                                                           \
 		mm_dims d;                                                                          \
 		dims_of(OPV == OP_IS_LINEAR, OPV == OP_IS_ADDMM, call, &d);                         \
-		return all_f32(call) && call->in_const[d.b_input] && d.K >= 0 && d.N >= 0;          \
+		return k_all_f32(call) && call->in_const[d.b_input] && d.K >= 0 && d.N >= 0;          \
 	}                                                                                           \
 	static air_status name##_prepare(const k_call *call, void **prepared)                       \
 	{                                                                                           \
@@ -222,7 +209,7 @@ static size_t product_workspace(const k_call *call, int nthreads, which_op op, b
 
 static bool f32_supports(const k_call *call)
 {
-	return all_f32(call);
+	return k_all_f32(call);
 }
 
 static void release_packed(void *p)

@@ -11,23 +11,12 @@
 #include "kernels/rowops.h"
 #include "kernels/vmath.h"
 
-static bool all_f32(const k_call *call)
-{
-	for (int i = 0; i < call->n_in; i++)
-		if (call->in[i].dtype != AIR_F32)
-			return false;
-	for (int o = 0; o < call->n_out; o++)
-		if (call->out[o].dtype != AIR_F32)
-			return false;
-	return true;
-}
-
 /* ---- softmax over the last axis ----------------------------------------- */
 
 static bool softmax_supports(const k_call *call)
 {
 	const k_tensor *x = &call->in[0];
-	if (!all_f32(call) || x->rank < 1)
+	if (!k_all_f32(call) || x->rank < 1)
 		return false;
 	int64_t axis = call->attrs[0].i;
 	return axis == -1 || axis == x->rank - 1;
@@ -87,7 +76,7 @@ static bool norm_supports(const k_call *call)
 	const k_tensor *x = &call->in[0];
 	int64_t nd = call->attrs[0].i;
 	/* an empty row is the reference kernel's (mean 0, rstd NaN) */
-	return all_f32(call) && nd >= 1 && nd <= x->rank && x->numel != 0;
+	return k_all_f32(call) && nd >= 1 && nd <= x->rank && x->numel != 0;
 }
 
 static air_status layer_norm_run(const k_call *call)
@@ -146,7 +135,7 @@ static air_status run_vmath(const k_call *call, kv_func f)
 /* one input of the output's size (a unary op never broadcasts) */
 static bool vmath_supports(const k_call *call)
 {
-	return call->n_in == 1 && all_f32(call) && call->in[0].numel == call->out[0].numel;
+	return call->n_in == 1 && k_all_f32(call) && call->in[0].numel == call->out[0].numel;
 }
 
 #define KFAST_VMATH_DEF_(name)                                                                   \
