@@ -5,7 +5,8 @@
  * the fused residual and activation applied here in double. Awkward sizes:
  * 1, 3, 17, 65 channels, 1, 7, 13 pixels, strides, padding, dilation,
  * groups, depthwise, every activation, residual, batches of 1 and 3. And
- * the NCHW <-> NHWC permutes' fast kernel against the reference. */
+ * the NCHW <-> NHWC permutes' fast kernel against the reference. Bad
+ * operands of conv2d_nhwc are refused. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,8 +289,43 @@ static void test_permute(void)
 		}
 }
 
+/* Bad operands are refused with conv2d's checks, read in NHWC: a residual
+ * in NCHW order, a bias of the wrong size, f64, rank 3, channels that do
+ * not match the weight. The good case next to them builds. */
+static void test_bad_conv(void)
+{
+	static const float z[2 * 9 * 7 * 4 * 2];
+	const int64_t s2[2] = {2, 2}, p1[2] = {1, 1};
+	air_attr at[4] = {th_ints("stride", s2, 2), th_ints("padding", p1, 2), th_int("has_residual", 1),
+			  th_int("has_bias", 0)};
+	/* x [2, 9, 7, 4], w [6, 4, 3, 3], stride 2 pad 1 -> [2, 5, 4, 6] */
+	th_arg good[3] = {{AIR_F32, 4, {2, 9, 7, 4}, z, 0, {0}},
+			  {AIR_F32, 4, {6, 4, 3, 3}, z, 1, {0}},
+			  {AIR_F32, 4, {2, 5, 4, 6}, z, 0, {0}}};
+	air_graph *g = NULL;
+	CHECK_OK(th_build("conv2d_nhwc", good, 3, at, 4, &g));
+	air_graph_destroy(g);
+	th_arg a[3];
+	memcpy(a, good, sizeof a);
+	a[2].dims[1] = 6, a[2].dims[2] = 5, a[2].dims[3] = 4; /* the residual as NCHW [2, 6, 5, 4] */
+	th_expect_build_error("conv2d_nhwc", a, 3, at, 4, AIR_SHAPE_MISMATCH, "nhwc residual in NCHW order");
+	memcpy(a, good, sizeof a);
+	a[0].dtype = AIR_F64;
+	th_expect_build_error("conv2d_nhwc", a, 3, at, 4, AIR_UNSUPPORTED, "nhwc f64");
+	memcpy(a, good, sizeof a);
+	a[0].rank = 3;
+	th_expect_build_error("conv2d_nhwc", a, 3, at, 4, AIR_SHAPE_MISMATCH, "nhwc rank 3");
+	memcpy(a, good, sizeof a);
+	a[0].dims[3] = 5;
+	th_expect_build_error("conv2d_nhwc", a, 3, at, 4, AIR_SHAPE_MISMATCH, "nhwc channels");
+	th_arg b[3] = {good[0], good[1], {AIR_F32, 1, {5}, z, 1, {0}}};
+	air_attr bt[3] = {at[0], at[1], th_int("has_bias", 1)};
+	th_expect_build_error("conv2d_nhwc", b, 3, bt, 3, AIR_SHAPE_MISMATCH, "nhwc bias size");
+}
+
 int main(void)
 {
+	test_bad_conv();
 	test_permute();
 	test_conv();
 	test_pools();
