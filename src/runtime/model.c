@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "core/error.h"
 #include "kernels/cpu.h"
@@ -186,6 +189,20 @@ static air_status plan_aliases(air_model *m)
 	return AIR_OK;
 }
 
+/* Compiling frees many megabytes in the middle of the heap: every folded
+ * weight goes once its packed copy exists (release_packed_constants), and
+ * the packed copies were allocated between them. glibc keeps such holes
+ * resident (after the first large free it also raises its mmap threshold,
+ * so the later weights come from the heap too), which cost ResNet-50 at
+ * batch 16 about 12 MB of resident memory for nothing. malloc_trim hands
+ * the free pages back; it takes a few milliseconds, once per compile. */
+static void give_back_freed_memory(void)
+{
+#if defined(__GLIBC__)
+	malloc_trim(0);
+#endif
+}
+
 static air_status rt_compile(const air_graph *graph, const air_compile_options *o, air_model *m)
 {
 	AIR_TRY(ir_graph_clone(graph, &m->g));
@@ -212,7 +229,9 @@ static air_status rt_compile(const air_graph *graph, const air_compile_options *
 	}
 	AIR_TRY(choose_kernels(m));
 	AIR_TRY(plan_aliases(m));
-	return rt_model_report(m);
+	AIR_TRY(rt_model_report(m));
+	give_back_freed_memory();
+	return AIR_OK;
 }
 
 air_status air_compile(const air_graph *graph, const air_compile_options *options, air_model **out)
