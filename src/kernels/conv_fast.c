@@ -147,8 +147,14 @@ static conv_plan make_plan(const kconv_geom *g, int nthreads)
 	int64_t pc = COL_FLOATS / (p.K > 0 ? p.K : 1);
 	pc = pc < MIN_PIXELS ? MIN_PIXELS : pc > MAX_PIXELS ? MAX_PIXELS : pc;
 	p.nchunks = p.P > 0 ? k_cdiv(p.P, pc) : 0;
-	/* equal chunks, so the last one is not a sliver */
-	p.pc = p.nchunks ? k_cdiv(p.P, p.nchunks) : 0;
+	/* chunks as equal as whole B panels allow: pixels are the GEMM's N,
+	 * and a chunk ending a few pixels into a panel pays for all of it
+	 * (14x14 in 4 equal chunks of 49 pixels was 16 panels' work for 12.25;
+	 * 64, 64, 64, 4 is 13) */
+	int64_t nr = kgemm_tile_cols();
+	p.pc = p.nchunks ? k_cdiv(k_cdiv(p.P, p.nchunks), nr) * nr : 0;
+	p.pc = p.pc > p.P ? p.P : p.pc;
+	p.nchunks = p.pc ? k_cdiv(p.P, p.pc) : 0;
 	p.oc = g->Og;
 	p.noblk = 1;
 	int64_t tasks = g->N * g->G * p.nchunks;

@@ -112,6 +112,11 @@ int kgemm_tile_rows(void)
 	return kgemm_ukernel()->mr;
 }
 
+int kgemm_tile_cols(void)
+{
+	return kgemm_ukernel()->nr;
+}
+
 /* ---- activations --------------------------------------------------------- */
 
 float kgemm_act_simple_f32(float x, k_act act)

@@ -66,4 +66,9 @@ const char *kgemm_kernel_name(void);
  * M into chunks use multiples of it so that no chunk ends in a thin tile. */
 int kgemm_tile_rows(void);
 
+/* Columns of the micro-kernel's tile, the width of a packed B panel (32
+ * for avx512_12x32): a chunk of N that is not a multiple of it ends in a
+ * panel computed in full for a few columns. */
+int kgemm_tile_cols(void);
+
 #endif
