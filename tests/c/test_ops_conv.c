@@ -179,6 +179,11 @@ static const conv_case conv_cases[] = {
 	{1, 96, 10, 10, 96, 3, 3, {1, 1}, {1, 1}, {1, 1}, 96, 1},
 	{2, 17, 10, 12, 130, 3, 3, {1, 1}, {0, 2}, {1, 1}, 1, 1},
 	{1, 16, 5, 5, 24, 5, 5, {1, 1}, {2, 2}, {1, 1}, 4, 0}, /* groups with 5x5 */
+	/* 1x1 with 128+ channels: pixel counts that are not whole GEMM
+	 * panels, several pixel chunks, more than one channel block */
+	{2, 130, 9, 7, 133, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
+	{1, 128, 11, 13, 20, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, 0},
+	{1, 256, 24, 25, 40, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
 };
 
 static void test_conv2d(void)
@@ -594,6 +599,8 @@ static const conv_case epilogue_cases[] = {
 	{0, 4, 6, 6, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},
 	{1, 1, 1, 1, 1, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 0},
 	{2, 17, 10, 12, 130, 3, 3, {1, 1}, {0, 2}, {1, 1}, 1, 1},
+	{2, 130, 9, 7, 133, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
+	{1, 128, 11, 13, 20, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, 0},
 };
 
 static void test_conv_epilogue_case(air_dtype dt, const conv_case *c, int act, int has_res)
