@@ -36,13 +36,22 @@
 #include "kernels/ref/linalg.h" /* kref_act_f64: the oracle's activations */
 #include "kernels/vmath.h"
 
-/* Cache blocks (in elements) of the AVX2 and portable kernels. kc x nr of B
- * (16 KiB) stays in L1 next to a 6 x kc sliver of A; mc x kc of A (144 KiB)
- * stays in L2; a kc x nc block of B is shared by the threads through L3. On
- * the 2-core Zen test machine, kc in 192..384, mc in 96..216 and nc
- * 512..4096 were all within noise (+-3%) of this choice (bench_gemm.c).
- * Each kernel's entry in the table below carries its own blocks. */
-enum { KGEMM_KC = 256, KGEMM_MC = 144, KGEMM_NC = 1024 };
+/* Cache blocks (in elements) of the portable kernel, and the AVX2 kernel's
+ * mc and nc. kc x nr of B (16 KiB) stays in L1 next to a 6 x kc sliver of
+ * A; mc x kc of A (144 KiB) stays in L2; a kc x nc block of B is shared by
+ * the threads through L3. On a 2-core Zen test machine, kc in 192..384, mc
+ * in 96..216 and nc 512..4096 were all within noise (+-3%) of this choice
+ * (bench_gemm.c). Each kernel's entry in the table below carries its own
+ * blocks.
+ *
+ * The AVX2 kernel takes K in blocks of up to KGEMM_KC_AVX2 = 1024: every K
+ * block but the first reloads and restores each C tile, and on Zen 3 (32
+ * KiB L1, 512 KiB L2) a B panel of up to 64 KiB streams from L2 fast
+ * enough. ResNet-50's channels-last convolutions (K = 576..4608) took
+ * 46.6-46.8 ms instead of 47.4 at batch 1 and 768 instead of 779 at batch
+ * 16 (bench_conv --layout, 2 threads); squares and BERT's linears did not
+ * move (bench_gemm). */
+enum { KGEMM_KC = 256, KGEMM_KC_AVX2 = 1024, KGEMM_MC = 144, KGEMM_NC = 1024 };
 /* Below this many multiply-adds a parallel loop costs more than it saves. */
 #define KGEMM_PARALLEL_MIN_MACS (64.0 * 64.0 * 64.0)
 /* How many B micro-panels ahead of the one in use the task prefetches: a
@@ -74,7 +83,7 @@ static const kgemm_ukernel_desc kgemm_ukernels[] = {
 	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_12x32_strided__avx512,
 	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4},
 	{.name = "avx2_6x16", .isa = KCPU_AVX2, .mr = 6, .nr = 16, .fn = kgemm_ukernel_6x16__avx2,
-	 .kc = KGEMM_KC, .mc = KGEMM_MC, .nc = KGEMM_NC},
+	 .kc = KGEMM_KC_AVX2, .mc = KGEMM_MC, .nc = KGEMM_NC},
 #endif
 	{.name = "scalar_4x16", .isa = 0, .mr = 4, .nr = 16, .fn = kgemm_ukernel_4x16__scalar, .kc = KGEMM_KC,
 	 .mc = KGEMM_MC, .nc = KGEMM_NC},
