@@ -6,6 +6,7 @@ swap it in. A call then runs one C call per compiled subgraph."""
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -307,6 +308,9 @@ class FrozenGraph:
         self._by_content = sorted(i for i in by_content if i in self._users and frozen[i].is_contiguous())
         self._snapshot(frozen)
         self._forward = gm.forward
+        # one rebuild at a time: threads that find the same change wait for
+        # the first one's rebuild instead of each compiling the subgraphs again
+        self._rebuild_lock = threading.Lock()
 
     def _snapshot(self, tensors: Any) -> None:
         self._views = [memoryview(tensors[i].detach().reshape(-1).view(torch.uint8).numpy()) for i in self._by_content]
@@ -328,7 +332,9 @@ class FrozenGraph:
     def forward(self, *args: Any) -> Any:
         self.report.calls += 1
         if FREEZING_GUARD and not self.unchanged(args):
-            self._rebuild(args)
+            with self._rebuild_lock:
+                if not self.unchanged(args):  # not already rebuilt by another thread
+                    self._rebuild(args)
         return self._forward(*args)
 
     __call__ = forward

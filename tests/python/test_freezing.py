@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import re
+import threading
 import time
 
 import pytest
@@ -201,6 +202,47 @@ def test_changed_weight_is_rebuilt(change):
     report = _inference_report(reports)  # no new dynamo compile: the guard did it
     assert report.rebuilds == 1 and report.rebuild_calls == [2], str(report)
     assert "1 rebuild(s) of 1 subgraph(s) after a frozen tensor changed (at call 2 of 3)" in str(report)
+
+
+def test_threads_that_find_a_change_rebuild_once(monkeypatch):
+    """Four threads call the compiled model after a weight change. The first
+    one's rebuild is slowed down so that the others surely find the change
+    while it runs: they wait for it, then run the rebuilt model, and the
+    subgraph is compiled again once, not four times."""
+    model, x = _conv_net()
+    compiled, reports = compile_recording(model)
+    with torch.no_grad():
+        _close(compiled(x), model(x))
+    _inplace_conv(model)
+    with torch.no_grad():
+        want = model(x)
+    rebuild = torchair.compiler.FrozenGraph._rebuild
+
+    def slow_rebuild(self, args):
+        time.sleep(0.3)
+        rebuild(self, args)
+
+    monkeypatch.setattr(torchair.compiler.FrozenGraph, "_rebuild", slow_rebuild)
+    start = threading.Barrier(4)
+    outs, errors = [None] * 4, []
+
+    def call(i):
+        try:
+            start.wait()
+            with torch.no_grad():
+                outs[i] = compiled(x)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    for out in outs:
+        _close(out, want)
+    assert _inference_report(reports).rebuilds == 1
 
 
 @pytest.mark.parametrize("change", _CHANGES, ids=[c.__name__.strip("_") for c in _CHANGES])
