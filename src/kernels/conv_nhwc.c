@@ -29,19 +29,20 @@ typedef struct rows_fns {
 	knhwc_dw_row_fn dw;
 	knhwc_max_fn max;
 	knhwc_avg_fn avg;
+	knhwc_tr8_fn tr8;
 } rows_fns;
 
 static rows_fns pick_rows(void)
 {
-	rows_fns f = {knhwc_dw_row__portable, knhwc_max__portable, knhwc_avg__portable};
+	rows_fns f = {knhwc_dw_row__portable, knhwc_max__portable, knhwc_avg__portable, knhwc_tr8__portable};
 #ifdef AIR_HAVE_X86
 	unsigned isa = kcpu_features();
 	const unsigned avx512 = KCPU_AVX512F | KCPU_AVX512BW | KCPU_AVX512VL;
 	if ((isa & avx512) == avx512) {
-		rows_fns a = {knhwc_dw_row__avx512, knhwc_max__avx512, knhwc_avg__avx512};
+		rows_fns a = {knhwc_dw_row__avx512, knhwc_max__avx512, knhwc_avg__avx512, knhwc_tr8__avx512};
 		f = a;
 	} else if (isa & KCPU_AVX2) {
-		rows_fns a = {knhwc_dw_row__avx2, knhwc_max__avx2, knhwc_avg__avx2};
+		rows_fns a = {knhwc_dw_row__avx2, knhwc_max__avx2, knhwc_avg__avx2, knhwc_tr8__avx2};
 		f = a;
 	}
 #endif
@@ -544,9 +545,12 @@ const k_kernel kfast_adaptive_avg_pool2d_nhwc = {"adaptive_avg_pool2d_nhwc_chann
 
 /* perm [0, 2, 3, 1] (into NHWC) or [0, 3, 1, 2] (back) of a rank-4 tensor of
  * 4-byte elements: per image, a transpose of an R x S matrix into S x R
- * (R = C, S = H*W going in; R = H*W, S = C coming back), in square tiles so
- * that both sides are read and written a cache line at a time. */
-enum { TT = 16 };
+ * (R = C, S = H*W going in; R = H*W, S = C coming back), in 8 x 8 blocks
+ * transposed in registers (conv_nhwc_rows.h), a strip of TR rows by up to
+ * TS columns per task. The scalar 16 x 16 tiles this replaced took 0.5 ms
+ * for a 64 x 112 x 112 map on Zen 3, and a 3-channel input (the stem's) was
+ * a single task. */
+enum { TB8 = 8, TR = 32, TS = 4096 };
 
 static int layout_perm(const k_call *call)
 {
@@ -571,28 +575,31 @@ static bool tr_supports(const k_call *call)
 typedef struct tr_job {
 	const uint32_t *x;
 	uint32_t *y;
-	int64_t R, S, rt, st; /* rows, columns, tiles along each */
+	int64_t R, S;        /* rows, columns of each image's matrix */
+	int64_t nr, ns;      /* row strips, column chunks per image */
+	knhwc_tr8_fn tr8;
 } tr_job;
 
 static void tr_task(void *p, int64_t t, int thread)
 {
+	(void)thread;
 	const tr_job *j = p;
-	/* task t: image t / rt, tile row t % rt, every tile column */
-	int64_t n = t / j->rt, r0 = (t % j->rt) * TT, r1 = k_min64(j->R, r0 + TT);
-	const uint32_t *x = j->x + n * j->R * j->S;
-	uint32_t *y = j->y + n * j->R * j->S;
-	for (int64_t s0 = 0; s0 < j->S; s0 += TT) {
-		int64_t s1 = k_min64(j->S, s0 + TT);
-		if (r1 - r0 == TT && s1 - s0 == TT) {
-			for (int64_t s = s0; s < s0 + TT; s++)
-				for (int64_t r = 0; r < TT; r++)
-					y[s * j->R + r0 + r] = x[(r0 + r) * j->S + s];
-		} else {
-			for (int64_t s = s0; s < s1; s++)
-				for (int64_t r = r0; r < r1; r++)
-					y[s * j->R + r] = x[r * j->S + s];
-		}
-	}
+	const int64_t sc = t % j->ns, rest = t / j->ns, rs = rest % j->nr, n = rest / j->nr;
+	const int64_t R = j->R, S = j->S;
+	const int64_t r0 = rs * TR, r1 = k_min64(R, r0 + TR), s0 = sc * TS, s1 = k_min64(S, s0 + TS);
+	const uint32_t *x = j->x + n * R * S;
+	uint32_t *y = j->y + n * R * S;
+	int64_t rb = r0 + (r1 - r0) / TB8 * TB8, sb = s0 + (s1 - s0) / TB8 * TB8;
+	for (int64_t s = s0; s < sb; s += TB8)
+		for (int64_t r = r0; r < rb; r += TB8)
+			j->tr8(x + r * S + s, S, y + s * R + r, R);
+	/* the edges: rows past the last whole block, then columns */
+	for (int64_t s = s0; s < s1; s++)
+		for (int64_t r = rb; r < r1; r++)
+			y[s * R + r] = x[r * S + s];
+	for (int64_t s = sb; s < s1; s++)
+		for (int64_t r = r0; r < rb; r++)
+			y[s * R + r] = x[r * S + s];
 }
 
 static air_status tr_run(const k_call *call)
@@ -607,8 +614,10 @@ static air_status tr_run(const k_call *call)
 	int64_t C = which == 1 ? x->dims[1] : x->dims[3], HW = which == 1 ? x->dims[2] * x->dims[3] : x->dims[1] * x->dims[2];
 	j.R = which == 1 ? C : HW;
 	j.S = which == 1 ? HW : C;
-	j.rt = k_cdiv(j.R, TT);
-	rt_pool_run(call->pool, x->dims[0] * j.rt, tr_task, &j);
+	j.nr = k_cdiv(j.R, TR);
+	j.ns = k_cdiv(j.S, TS);
+	j.tr8 = pick_rows().tr8;
+	rt_pool_run(call->pool, x->dims[0] * j.nr * j.ns, tr_task, &j);
 	return AIR_OK;
 }
 

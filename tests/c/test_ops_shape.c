@@ -195,6 +195,18 @@ static void test_permute(void)
 	int64_t big[3] = {64, 129, 33}, pb[3] = {2, 0, 1};
 	permute_case(AIR_F32, 3, big, pb);
 	permute_case(AIR_U8, 3, big, pb);
+	/* the layout permutes (permute_nchw_nhwc_tiles): whole 8 x 8 blocks and
+	 * edges on both sides, row strips, a 3-channel image split in column
+	 * chunks; 4-byte types only (others take the generic kernel) */
+	{
+		int64_t into[4] = {0, 2, 3, 1}, back[4] = {0, 3, 1, 2};
+		int64_t shapes[][4] = {{2, 19, 9, 11}, {1, 64, 16, 16}, {1, 3, 70, 70}, {3, 40, 5, 7}, {1, 8, 1, 8}};
+		for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+			permute_case(AIR_F32, 4, shapes[i], into);
+			permute_case(AIR_F32, 4, shapes[i], back);
+			permute_case(AIR_I32, 4, shapes[i], into);
+		}
+	}
 	int64_t d1[1] = {7}, p0[1] = {0};
 	permute_case(AIR_F64, 1, d1, p0);
 	permute_case(AIR_F32, 0, NULL, NULL);
