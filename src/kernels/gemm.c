@@ -33,6 +33,7 @@
 #include "core/error.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm_internal.h"
+#include "kernels/kernel.h"
 #include "kernels/ref/linalg.h" /* kref_act_f64: the oracle's activations */
 #include "kernels/vmath.h"
 
@@ -162,16 +163,6 @@ void kgemm_act_tile(float *c, int64_t ldc, int64_t m, int64_t n, k_act act)
 
 /* ---- packing ------------------------------------------------------------ */
 
-static int64_t kgemm_min(int64_t a, int64_t b)
-{
-	return a < b ? a : b;
-}
-
-static int64_t kgemm_cdiv(int64_t a, int64_t b)
-{
-	return (a + b - 1) / b;
-}
-
 static size_t kgemm_align(size_t n)
 {
 	return (n + KGEMM_ALIGN - 1) / KGEMM_ALIGN * KGEMM_ALIGN;
@@ -182,7 +173,7 @@ static size_t kgemm_align(size_t n)
 static void kgemm_pack_a(int64_t m, int64_t k, const float *A, int64_t rs, int64_t cs, int mr, float *dst)
 {
 	for (int64_t i0 = 0; i0 < m; i0 += mr) {
-		int rows = (int)kgemm_min(mr, m - i0);
+		int rows = (int)k_min64(mr, m - i0);
 		float *d = dst + i0 * k;
 		const float *s = A + i0 * rs;
 		if (cs == 1) {
@@ -210,7 +201,7 @@ static void kgemm_pack_b_panels(int64_t K, int64_t N, const float *B, int64_t rs
 				int64_t j0, int64_t j1, float *dst)
 {
 	for (int64_t j = j0; j < j1; j += nr) {
-		int cols = (int)kgemm_min(nr, N - j);
+		int cols = (int)k_min64(nr, N - j);
 		float *d = dst + (j / nr) * K * nr;
 		const float *s = B + j * cs;
 		if (cs == 1) {
@@ -224,7 +215,7 @@ static void kgemm_pack_b_panels(int64_t K, int64_t N, const float *B, int64_t rs
 			 * touch K destination lines per column; 16 x nr tiles keep
 			 * both sides within a few lines */
 			for (int64_t p0 = 0; p0 < K; p0 += 16) {
-				int64_t p1 = kgemm_min(K, p0 + 16);
+				int64_t p1 = k_min64(K, p0 + 16);
 				for (int c = 0; c < cols; c++)
 					for (int64_t p = p0; p < p1; p++)
 						d[p * nr + c] = s[c * cs + p];
@@ -242,7 +233,7 @@ static void kgemm_pack_b_panels(int64_t K, int64_t N, const float *B, int64_t rs
 
 static size_t kgemm_packed_floats(int64_t K, int64_t N, int nr)
 {
-	return (size_t)kgemm_cdiv(N, nr) * (size_t)nr * (size_t)K;
+	return (size_t)k_cdiv(N, nr) * (size_t)nr * (size_t)K;
 }
 
 struct kgemm_packed_b {
@@ -322,10 +313,10 @@ static kgemm_plan kgemm_make_plan(const kgemm_ukernel_desc *uk, int64_t batch, i
 	/* K is blocked so that a B micro-panel stays in L1 while it is used by
 	 * every micro-tile row of the block; with one row (GEMV-like) nothing
 	 * reuses it, and one long stream per panel is better for the prefetcher */
-	int64_t kb = M <= uk->mr ? 1 : kgemm_cdiv(K, uk->kc);
-	p.kc = kb ? kgemm_cdiv(K, kb) : 0;
-	int64_t nm = kgemm_cdiv(M, uk->mc), nn = kgemm_cdiv(N, uk->nc);
-	int64_t mtiles = kgemm_cdiv(M, uk->mr), ntiles = kgemm_cdiv(N, uk->nr);
+	int64_t kb = M <= uk->mr ? 1 : k_cdiv(K, uk->kc);
+	p.kc = kb ? k_cdiv(K, kb) : 0;
+	int64_t nm = k_cdiv(M, uk->mc), nn = k_cdiv(N, uk->nc);
+	int64_t mtiles = k_cdiv(M, uk->mr), ntiles = k_cdiv(N, uk->nr);
 	/* tasks per thread: 4 balance uneven ones; but when one row block
 	 * holds all of M, every task reads all of A, and 2 per thread ran
 	 * BERT-base's M = 128 linears in 77.5-78.5 ms per run instead of
@@ -337,23 +328,23 @@ static kgemm_plan kgemm_make_plan(const kgemm_ukernel_desc *uk, int64_t batch, i
 		int can_m = nm < mtiles, can_n = nn < ntiles;
 		if (!can_m && !can_n)
 			break;
-		if (can_n && (!can_m || kgemm_cdiv(N, nn) >= kgemm_cdiv(M, nm)))
+		if (can_n && (!can_m || k_cdiv(N, nn) >= k_cdiv(M, nm)))
 			nn++;
 		else
 			nm++;
 	}
-	p.mc = kgemm_cdiv(kgemm_cdiv(M, nm), uk->mr) * uk->mr;
-	p.nm = kgemm_cdiv(M, p.mc);
-	p.nc = kgemm_cdiv(kgemm_cdiv(N, nn), uk->nr) * uk->nr;
-	p.nn = kgemm_cdiv(N, p.nc);
+	p.mc = k_cdiv(k_cdiv(M, nm), uk->mr) * uk->mr;
+	p.nm = k_cdiv(M, p.mc);
+	p.nc = k_cdiv(k_cdiv(N, nn), uk->nr) * uk->nr;
+	p.nn = k_cdiv(N, p.nc);
 	return p;
 }
 
 /* Bytes of one thread's A block: an upper bound of mc * kc over all plans. */
 static size_t kgemm_slot_bytes(const kgemm_ukernel_desc *uk, int64_t M, int64_t K)
 {
-	int64_t mc = kgemm_min(kgemm_cdiv(M, uk->mr), kgemm_cdiv(uk->mc, uk->mr)) * uk->mr;
-	int64_t kc = M <= uk->mr ? K : kgemm_min(K, uk->kc);
+	int64_t mc = k_min64(k_cdiv(M, uk->mr), k_cdiv(uk->mc, uk->mr)) * uk->mr;
+	int64_t kc = M <= uk->mr ? K : k_min64(K, uk->kc);
 	return kgemm_align((size_t)mc * (size_t)kc * sizeof(float));
 }
 
@@ -421,8 +412,8 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 	const int mr = uk->mr, nr = uk->nr;
 	const int64_t per = j->plan.nm * j->plan.nn;
 	const int64_t b = t / per, r = t % per, jn = r / j->plan.nm, im = r % j->plan.nm;
-	const int64_t m0 = im * j->plan.mc, m1 = kgemm_min(j->M, m0 + j->plan.mc);
-	const int64_t n0 = jn * j->plan.nc, n1 = kgemm_min(j->N, n0 + j->plan.nc);
+	const int64_t m0 = im * j->plan.mc, m1 = k_min64(j->M, m0 + j->plan.mc);
+	const int64_t n0 = jn * j->plan.nc, n1 = k_min64(j->N, n0 + j->plan.nc);
 	const int64_t K = j->K, ldc = j->ldc;
 	const float *A = j->A + b * j->bs_a;
 	const float *Bp = j->Bp + b * j->bs_bp;
@@ -435,9 +426,9 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 	te.alpha = ep->alpha;
 	te.act = ep->act;
 	te.ld_res = ep->ld_residual;
-	const int64_t npanels = kgemm_cdiv(n1 - n0, nr);
+	const int64_t npanels = k_cdiv(n1 - n0, nr);
 	for (int64_t pc = 0; pc < K; pc += j->plan.kc) {
-		const int64_t kc = kgemm_min(j->plan.kc, K - pc);
+		const int64_t kc = k_min64(j->plan.kc, K - pc);
 		/* row-major A is read in place; anything else is packed */
 		const float *ablk = A + m0 * j->rs_a + pc;
 		int64_t rs = j->rs_a, cs = 1;
@@ -450,8 +441,8 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 		te.flags = (pc == 0 ? KGEMM_TILE_FIRST : 0) | (pc + kc == K ? KGEMM_TILE_LAST : 0);
 		/* lines of a B micro-panel to prefetch per micro-tile: a later
 		 * panel comes from L3 or memory while this one is in use */
-		const int64_t plines = kc * nr / 16, tiles = kgemm_cdiv(m1 - m0, mr);
-		const int64_t pf_step = kgemm_cdiv(plines, tiles);
+		const int64_t plines = kc * nr / 16, tiles = k_cdiv(m1 - m0, mr);
+		const int64_t pf_step = k_cdiv(plines, tiles);
 		for (int64_t jj = n0; jj < n1; jj += nr) {
 			const float *bp = Bp + (jj / nr) * K * nr + pc * nr;
 			/* prefetched: the panel KGEMM_PF_PANELS ahead in this task's
@@ -459,18 +450,18 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 			const int64_t q = (pc / j->plan.kc) * npanels + (jj - n0) / nr + KGEMM_PF_PANELS;
 			const int64_t pc_next = (q / npanels) * j->plan.kc, jj_next = n0 + (q % npanels) * nr;
 			const char *next = pc_next < K ? (const char *)(Bp + (jj_next / nr) * K * nr + pc_next * nr) : NULL;
-			const int n = (int)kgemm_min(nr, n1 - jj);
+			const int n = (int)k_min64(nr, n1 - jj);
 			te.bias_n = ep->bias_n ? ep->bias_n + jj : NULL;
 			int64_t pf = 0;
 			for (int64_t ii = m0; ii < m1; ii += mr) {
 				if (next)
-					for (int64_t e = kgemm_min(plines, pf + pf_step); pf < e; pf++)
+					for (int64_t e = k_min64(plines, pf + pf_step); pf < e; pf++)
 						__builtin_prefetch(next + pf * 64, 0, 2);
 				te.bias_m = ep->bias_m ? ep->bias_m + ii : NULL;
 				te.res = res ? res + ii * te.ld_res + jj : NULL;
 				/* a packed panel holds mr rows: (ii - m0) * kc = panel * mr * kc */
 				const float *a = j->direct_a ? ablk + (ii - m0) * rs : ablk + (ii - m0) * kc;
-				uk->fn(kc, a, rs, cs, bp, C + ii * ldc + jj, ldc, (int)kgemm_min(mr, m1 - ii), n, &te);
+				uk->fn(kc, a, rs, cs, bp, C + ii * ldc + jj, ldc, (int)k_min64(mr, m1 - ii), n, &te);
 			}
 		}
 	}
@@ -491,7 +482,7 @@ static void kgemm_pack_task(void *ctx, int64_t t, int thread)
 	const kgemm_pack_job *p = ctx;
 	int64_t b = t / p->per_item, j0 = (t % p->per_item) * p->cols;
 	kgemm_pack_b_panels(p->K, p->N, p->B + b * p->bs_b, p->rs_b, p->cs_b, p->nr, j0,
-			    kgemm_min(p->N, j0 + p->cols), p->dst + b * p->bs_dst);
+			    k_min64(p->N, j0 + p->cols), p->dst + b * p->bs_dst);
 }
 
 /* Packs B of `batch` items into dst (item stride bs_dst floats) in parallel. */
@@ -501,11 +492,11 @@ static void kgemm_pack_b_parallel(int64_t batch, int64_t K, int64_t N, const flo
 {
 	kgemm_pack_job p = {K, N, B, bs_b, rs_b, cs_b, dst, bs_dst, nr, 0, 0};
 	/* ~64 KiB of packed panels per task */
-	int64_t panels = kgemm_cdiv(N, nr), per_task = (16384 + K * nr - 1) / (K * nr);
+	int64_t panels = k_cdiv(N, nr), per_task = (16384 + K * nr - 1) / (K * nr);
 	if (per_task > panels)
 		per_task = panels;
 	p.cols = per_task * nr;
-	p.per_item = kgemm_cdiv(panels, per_task);
+	p.per_item = k_cdiv(panels, per_task);
 	rt_pool_run(pool, batch * p.per_item, kgemm_pack_task, &p);
 }
 
@@ -589,7 +580,7 @@ static void kgemm_thin_task(void *ctx, int64_t t, int thread)
 	const kgemm_thin_job *j = ctx;
 	const kgemm_ukernel_desc *uk = j->uk;
 	const k_epilogue *ep = j->ep;
-	const int64_t j0 = t * j->cols, j1 = kgemm_min(j->N, j0 + j->cols);
+	const int64_t j0 = t * j->cols, j1 = k_min64(j->N, j0 + j->cols);
 	const int mr = j->use_dot ? uk->dot_mr : uk->mr, nr = j->use_dot ? uk->dot_nr : uk->nr;
 	kgemm_tile_ep te;
 	te.alpha = ep->alpha;
@@ -597,10 +588,10 @@ static void kgemm_thin_task(void *ctx, int64_t t, int thread)
 	te.ld_res = ep->ld_residual;
 	te.flags = KGEMM_TILE_FIRST | KGEMM_TILE_LAST;
 	for (int64_t jj = j0; jj < j1; jj += nr) {
-		const int n = (int)kgemm_min(nr, j1 - jj);
+		const int n = (int)k_min64(nr, j1 - jj);
 		te.bias_n = ep->bias_n ? ep->bias_n + jj : NULL;
 		for (int64_t ii = 0; ii < j->M; ii += mr) {
-			const int m = (int)kgemm_min(mr, j->M - ii);
+			const int m = (int)k_min64(mr, j->M - ii);
 			te.bias_m = ep->bias_m ? ep->bias_m + ii : NULL;
 			te.res = ep->residual ? ep->residual + ii * te.ld_res + jj : NULL;
 			const float *a = j->A + ii * j->rs_a;
@@ -643,9 +634,9 @@ static int kgemm_thin(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_
 	const int nr = j.use_dot ? uk->dot_nr : uk->nr;
 	int64_t ntasks = 1, nthreads = rt_pool_size(pool);
 	if (nthreads > 1 && (double)M * N * K >= KGEMM_PARALLEL_MIN_MACS)
-		ntasks = kgemm_min(4 * nthreads, kgemm_cdiv(N, nr));
-	j.cols = kgemm_cdiv(kgemm_cdiv(N, ntasks), nr) * nr;
-	rt_pool_run(pool, kgemm_cdiv(N, j.cols), kgemm_thin_task, &j);
+		ntasks = k_min64(4 * nthreads, k_cdiv(N, nr));
+	j.cols = k_cdiv(k_cdiv(N, ntasks), nr) * nr;
+	rt_pool_run(pool, k_cdiv(N, j.cols), kgemm_thin_task, &j);
 	return 1;
 }
 
@@ -700,7 +691,7 @@ void kgemm_f32_batched(int64_t batch, int64_t M, int64_t N, int64_t K, const flo
 	float *Bp = workspace;
 	char *slots = (char *)workspace + (size_t)chunk * (size_t)item * sizeof(float);
 	for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
-		int64_t nb = kgemm_min(chunk, batch - b0);
+		int64_t nb = k_min64(chunk, batch - b0);
 		kgemm_pack_b_parallel(nb, K, N, B + b0 * bs_b, bs_b, rs_b, cs_b, uk->nr, Bp, item, pool);
 		k_epilogue e = *ep;
 		if (e.residual)
