@@ -48,8 +48,10 @@ void air_graph_destroy(air_graph *g)
 		return;
 	for (int i = 0; i < g->n_nodes; i++)
 		free_node(&g->nodes[i]);
-	for (int i = 0; i < g->n_consts; i++)
+	for (int i = 0; i < g->n_consts; i++) {
 		free(g->consts[i].owned);
+		free(g->consts[i].row_scale);
+	}
 	for (int i = 0; i < g->n_inputs; i++)
 		free(g->input_names[i]);
 	for (int i = 0; i < g->n_symbols; i++)
@@ -144,7 +146,7 @@ air_status air_graph_add_constant(air_graph *g, air_dtype dtype, int rank, const
 	if (flags & ~(uint32_t)AIR_CONSTANT_BORROW)
 		return air_error(AIR_INVALID_ARGUMENT, "air_graph_add_constant: unknown flags 0x%x", flags);
 	AIR_TRY(ir_grow((void **)&g->consts, &g->cap_consts, g->n_consts, sizeof *g->consts));
-	ir_constant c = {0, data, NULL, nbytes, false};
+	ir_constant c = {.data = data, .nbytes = nbytes};
 	if (!(flags & AIR_CONSTANT_BORROW)) {
 		c.owned = malloc(nbytes ? nbytes : 1);
 		if (!c.owned)
@@ -457,11 +459,23 @@ air_status ir_graph_clone(const air_graph *s, air_graph **out)
 		ir_constant *b = &g->consts[g->n_consts];
 		*b = *a;
 		b->owned = NULL;
+		b->row_scale = NULL;
+		if (a->row_scale) {
+			size_t n = sizeof(double) * (size_t)s->values[a->value].dims[0];
+			b->row_scale = malloc(n ? n : 1);
+			if (!b->row_scale) {
+				b->row_base = NULL;
+				goto oom;
+			}
+			memcpy(b->row_scale, a->row_scale, n);
+		}
 		if (a->owned) {
 			/* the copy owns its own bytes, so graph and model live apart */
 			b->owned = malloc(a->nbytes ? a->nbytes : 1);
-			if (!b->owned)
+			if (!b->owned) {
+				free(b->row_scale);
 				goto oom;
+			}
 			memcpy(b->owned, a->owned, a->nbytes);
 			b->data = b->owned;
 		}

@@ -49,6 +49,12 @@ typedef struct ir_constant {
 	/* the model let the bytes go after every reader's kernel packed them
 	 * (data is NULL; nbytes still says how big the constant was) */
 	bool released;
+	/* Set by fold_batchnorm on a weight it scaled, row by row, from a
+	 * borrowed f32 constant: W'[o] = row_base[o] * row_scale[o], in double,
+	 * rounded once. A kernel that re-packs its weight on every call can read
+	 * these instead, so the model need not hold W' or a packed copy. */
+	const float *row_base; /* caller memory; NULL: none */
+	double *row_scale;     /* owned, dims[0] of them */
 } ir_constant;
 
 /* A symbolic dim expression: leaf symbols and binary operations. A dim d < 0

@@ -11,6 +11,9 @@ extern const k_kernel kfast_conv2d_nhwc_depthwise;
 extern const k_kernel kfast_conv2d_nhwc_1x1;
 /* anything else: NHWC im2col in row blocks + GEMM with packed weights. */
 extern const k_kernel kfast_conv2d_nhwc_im2col;
+/* Bytes of the weight copy that the 1x1 or im2col kernel's prepare made
+ * (next to nothing when it re-packs the weight on every call). */
+size_t kconv_nhwc_prepared_bytes(const void *prepared);
 extern const k_kernel kfast_max_pool2d_nhwc;
 extern const k_kernel kfast_avg_pool2d_nhwc;
 extern const k_kernel kfast_adaptive_avg_pool2d_nhwc;

@@ -195,38 +195,50 @@ static void kgemm_pack_a(int64_t m, int64_t k, const float *A, int64_t rs, int64
 	}
 }
 
-/* Columns [j0, j1) of B[K x N] into whole panels of nr columns covering all
- * of K, zero-padded past N: panel j/nr at dst + (j/nr) * K * nr. */
-static void kgemm_pack_b_panels(int64_t K, int64_t N, const float *B, int64_t rs, int64_t cs, int nr,
-				int64_t j0, int64_t j1, float *dst)
+/* B's value at (row p, column j) of a source block, times scale[j] when
+ * there is a scale: in double, rounded once, so a weight scaled while it
+ * is packed equals the one fold_batchnorm folds at compile time. */
+static inline float kgemm_b_at(const float *s, int64_t at, const double *scale, int c)
+{
+	return scale ? (float)((double)s[at] * scale[c]) : s[at];
+}
+
+/* Rows [p0, p1) of columns [j0, j1) (j0 a multiple of nr) of B[K x N] into
+ * whole panels of nr columns, zero-padded past N: panel j/nr at dst +
+ * (j/nr) * K * nr. B points at element (p0, 0): (p, j) is at
+ * B[(p - p0) * rs + j * cs]. scale (or NULL) is per column of B. */
+static void kgemm_pack_b_panels(int64_t K, int64_t N, int64_t p0, int64_t p1, const float *B, int64_t rs,
+				int64_t cs, const double *scale, int nr, int64_t j0, int64_t j1, float *dst)
 {
 	for (int64_t j = j0; j < j1; j += nr) {
 		int cols = (int)k_min64(nr, N - j);
-		float *d = dst + (j / nr) * K * nr;
+		float *d = dst + (j / nr) * K * nr + p0 * nr;
 		const float *s = B + j * cs;
-		if (cs == 1) {
-			for (int64_t p = 0; p < K; p++) {
+		const double *sc = scale ? scale + j : NULL;
+		int64_t rows = p1 - p0;
+		if (cs == 1 && !sc) {
+			for (int64_t p = 0; p < rows; p++) {
 				memcpy(d + p * nr, s + p * rs, (size_t)cols * sizeof(float));
 				for (int c = cols; c < nr; c++)
 					d[p * nr + c] = 0.0f;
 			}
-		} else if (rs == 1) {
+		} else if (rs < cs) {
 			/* transposed B (a [N x K] weight): a column at a time would
 			 * touch K destination lines per column; 16 x nr tiles keep
 			 * both sides within a few lines */
-			for (int64_t p0 = 0; p0 < K; p0 += 16) {
-				int64_t p1 = k_min64(K, p0 + 16);
+			for (int64_t q0 = 0; q0 < rows; q0 += 16) {
+				int64_t q1 = k_min64(rows, q0 + 16);
 				for (int c = 0; c < cols; c++)
-					for (int64_t p = p0; p < p1; p++)
-						d[p * nr + c] = s[c * cs + p];
+					for (int64_t p = q0; p < q1; p++)
+						d[p * nr + c] = kgemm_b_at(s, c * cs + p * rs, sc, c);
 				for (int c = cols; c < nr; c++)
-					for (int64_t p = p0; p < p1; p++)
+					for (int64_t p = q0; p < q1; p++)
 						d[p * nr + c] = 0.0f;
 			}
 		} else {
-			for (int64_t p = 0; p < K; p++)
+			for (int64_t p = 0; p < rows; p++)
 				for (int c = 0; c < nr; c++)
-					d[p * nr + c] = c < cols ? s[p * rs + c * cs] : 0.0f;
+					d[p * nr + c] = c < cols ? kgemm_b_at(s, p * rs + c * cs, sc, c) : 0.0f;
 		}
 	}
 }
@@ -276,7 +288,7 @@ air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int6
 			free(p);
 			return air_error(AIR_OUT_OF_MEMORY, "kgemm_pack_b: no memory for %zu bytes", bytes);
 		}
-		kgemm_pack_b_panels(K, N, B, rs_b, cs_b, uk->nr, 0, N, p->data);
+		kgemm_pack_b_panels(K, N, 0, K, B, rs_b, cs_b, NULL, uk->nr, 0, N, p->data);
 	}
 	*out = p;
 	return AIR_OK;
@@ -288,6 +300,31 @@ void kgemm_packed_b_free(kgemm_packed_b *packed)
 		return;
 	free(packed->data);
 	free(packed);
+}
+
+size_t kgemm_packed_b_size(int64_t K, int64_t N)
+{
+	size_t floats = K > 0 && N > 0 ? kgemm_packed_floats(K, N, kgemm_ukernel()->nr) : 0;
+	return kgemm_align(sizeof(kgemm_packed_b)) + kgemm_align(floats * sizeof(float));
+}
+
+kgemm_packed_b *kgemm_packed_b_init(void *mem, int64_t K, int64_t N)
+{
+	kgemm_packed_b *p = mem;
+	p->K = K;
+	p->N = N;
+	p->nr = kgemm_ukernel()->nr;
+	p->bytes = kgemm_packed_b_size(K, N) - kgemm_align(sizeof *p);
+	p->data = (float *)((char *)mem + kgemm_align(sizeof *p));
+	return p;
+}
+
+void kgemm_pack_b_block(kgemm_packed_b *p, int64_t p0, int64_t rows, int64_t j0, int64_t j1, const float *B,
+			int64_t rs_b, int64_t cs_b, const double *scale)
+{
+	if (rows <= 0 || j1 <= j0)
+		return;
+	kgemm_pack_b_panels(p->K, p->N, p0, p0 + rows, B, rs_b, cs_b, scale, p->nr, j0, j1, p->data);
 }
 
 size_t kgemm_packed_b_bytes(const kgemm_packed_b *packed)
@@ -481,7 +518,7 @@ static void kgemm_pack_task(void *ctx, int64_t t, int thread)
 {
 	const kgemm_pack_job *p = ctx;
 	int64_t b = t / p->per_item, j0 = (t % p->per_item) * p->cols;
-	kgemm_pack_b_panels(p->K, p->N, p->B + b * p->bs_b, p->rs_b, p->cs_b, p->nr, j0,
+	kgemm_pack_b_panels(p->K, p->N, 0, p->K, p->B + b * p->bs_b, p->rs_b, p->cs_b, NULL, p->nr, j0,
 			    k_min64(p->N, j0 + p->cols), p->dst + b * p->bs_dst);
 }
 

@@ -23,6 +23,22 @@ void kgemm_packed_b_free(kgemm_packed_b *packed);
 /* Bytes held by a packed B (for the compile report). */
 size_t kgemm_packed_b_bytes(const kgemm_packed_b *packed);
 
+/* A packed B in caller memory, for kernels that re-pack a weight on every
+ * call rather than hold a packed copy (see kernels/conv_nhwc.c):
+ * kgemm_packed_b_size bytes, 64-byte aligned, set up by kgemm_packed_b_init
+ * and filled by kgemm_pack_b_block calls that together cover every row and
+ * every panel. Never passed to kgemm_packed_b_free. */
+size_t kgemm_packed_b_size(int64_t K, int64_t N);
+kgemm_packed_b *kgemm_packed_b_init(void *mem, int64_t K, int64_t N);
+/* Packs rows [p0, p0 + rows) of columns [j0, j1) of B into p: j0 a multiple
+ * of kgemm_tile_cols(), j1 <= N or the end of a panel. B points at row p0:
+ * element (p0 + r, j) is B[r * rs_b + j * cs_b]. With a scale, column j is
+ * multiplied by scale[j] in double and rounded once (what fold_batchnorm
+ * does to a weight at compile time, so the product is the same). Calls on
+ * disjoint blocks may run on different threads at once. */
+void kgemm_pack_b_block(kgemm_packed_b *p, int64_t p0, int64_t rows, int64_t j0, int64_t j1, const float *B,
+			int64_t rs_b, int64_t cs_b, const double *scale);
+
 /* Workspace bytes that kgemm_f32 / kgemm_f32_packed need for these sizes
  * with up to nthreads threads. Callers allocate it once (the session arena).
  * nthreads must be at least rt_pool_size() of the pool passed to the call

@@ -20,6 +20,15 @@ typedef struct k_tensor {
 	int64_t numel;
 } k_tensor;
 
+/* What a constant input can be rebuilt from: W[o][...] = base[o][...] *
+ * row_scale[o] (in double, rounded once), or base itself when row_scale is
+ * NULL. base is caller memory that outlives the model (a borrowed constant,
+ * or what fold_batchnorm scaled: ir_constant.row_base); NULL: no source. */
+typedef struct k_const_source {
+	const float *base;
+	const double *row_scale;
+} k_const_source;
+
 /* An attribute with every symbolic dim already evaluated. */
 typedef struct k_attr {
 	int64_t i;
@@ -38,6 +47,12 @@ typedef struct k_call {
 	void *workspace;      /* k_kernel.workspace bytes, 64-byte aligned */
 	const void *prepared; /* from k_kernel.prepare, or NULL */
 	const bool *in_const; /* in_const[i]: input i is a constant */
+	/* At prepare only (else NULL): in_source[i] for constant inputs, and
+	 * whether the compile would rather spend a little time than memory
+	 * (enable_memory_optimization): then a kernel may re-pack a weight
+	 * from its source on every call instead of holding a packed copy. */
+	const k_const_source *in_source;
+	bool low_memory;
 } k_call;
 
 typedef air_status (*k_run_fn)(const k_call *call);

@@ -164,18 +164,41 @@ static air_status apply(air_graph *g, int p, const double *s, const double *t, i
 	size_t es = air_dtype_size(dt);
 	/* the new weight: in place if this pass made it already */
 	void *w = made_here(g, wv, first_const) ? (void *)ir_constant_data(g, wv) : NULL;
-	if (!w) {
+	if (w) {
+		/* scaled twice: W'' = (W * s1) * s2 is not W * (s1 * s2) once
+		 * rounded, so it can no longer be rebuilt from W */
+		ir_constant *k = &g->consts[g->values[wv].index];
+		free(k->row_scale);
+		k->row_scale = NULL;
+		k->row_base = NULL;
+	} else {
+		const ir_constant *src = &g->consts[g->values[wv].index];
 		w = malloc(es * (size_t)(wn ? wn : 1));
-		if (!w)
+		double *rs = !src->owned && dt == AIR_F32 ? malloc(sizeof *rs * (size_t)(C ? C : 1)) : NULL;
+		if (!w) {
+			free(rs);
 			return air_error(AIR_OUT_OF_MEMORY, "fold_batchnorm: no memory for a weight");
-		memcpy(w, ir_constant_data(g, wv), es * (size_t)wn);
+		}
+		const float *base = src->data;
+		memcpy(w, base, es * (size_t)wn);
 		int64_t dims[AIR_MAX_RANK];
 		int rank = g->values[wv].rank;
 		for (int d = 0; d < rank; d++)
 			dims[d] = g->values[wv].dims[d];
-		AIR_TRY(ir_add_owned_constant(g, dt, rank, dims, w, &wv));
+		air_status st = ir_add_owned_constant(g, dt, rank, dims, w, &wv);
+		if (st != AIR_OK) {
+			free(rs);
+			return st;
+		}
 		n = &g->nodes[p];
 		n->in[1] = wv;
+		if (rs) {
+			/* borrowed: caller memory that outlives the model */
+			memcpy(rs, s, sizeof *rs * (size_t)C);
+			ir_constant *k = &g->consts[g->values[wv].index];
+			k->row_base = base;
+			k->row_scale = rs;
+		}
 	}
 	for (int64_t c = 0; c < C; c++)
 		for (int64_t i = 0; i < per; i++)

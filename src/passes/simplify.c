@@ -599,7 +599,7 @@ static air_status evaluate(simp *s, int k, void **outs)
 		to_tensor(&g->values[n->out[o]], outs[o], &tout[o]);
 	for (int a = 0; a < IR_MAX_ATTRS; a++)
 		attrs[a] = (k_attr){n->attrs[a].i, n->attrs[a].f, n->attrs[a].ints, n->attrs[a].n};
-	k_call call = {attrs, tin, n->n_in, tout, n->n_out, NULL, NULL, NULL, in_const};
+	k_call call = {.attrs = attrs, .in = tin, .n_in = n->n_in, .out = tout, .n_out = n->n_out, .in_const = in_const};
 	void *ws = NULL, *prepared = NULL;
 	if (ref->workspace) {
 		size_t bytes = ref->workspace(&call, 1);

@@ -88,6 +88,22 @@ static void compile_time_call(const air_graph *g, const ir_node *n, k_call *call
 	call->in_const = in_const;
 }
 
+/* Where each constant input of node n can be rebuilt from (k_const_source). */
+static void const_sources(const air_graph *g, const ir_node *n, k_const_source *src)
+{
+	for (int i = 0; i < n->n_in; i++) {
+		const ir_value *v = &g->values[n->in[i]];
+		src[i] = (k_const_source){NULL, NULL};
+		if (v->kind != IR_CONSTANT || v->dtype != AIR_F32)
+			continue;
+		const ir_constant *k = &g->consts[v->index];
+		if (k->row_base)
+			src[i] = (k_const_source){k->row_base, k->row_scale};
+		else if (!k->owned)
+			src[i].base = k->data;
+	}
+}
+
 /* Owned constants (folded or computed by passes) that every reader reads
  * only through its kernel's packed copy are freed: holding both would keep
  * the weights twice (for ResNet-50: 90 MiB of batch-norm-folded conv
@@ -145,7 +161,11 @@ static air_status choose_kernels(air_model *m)
 			continue;
 		k_call call;
 		k_tensor tin[OP_MAX_IN], tout[OP_MAX_OUT];
+		k_const_source src[OP_MAX_IN];
 		compile_time_call(g, n, &call, tin, tout, attrs, in_const);
+		const_sources(g, n, src);
+		call.in_source = src;
+		call.low_memory = !(m->flags & AIR_COMPILE_NO_MEMORY_REUSE);
 		for (const k_kernel *const *k = kreg_fast_kernels(n->op); *k; k++) {
 			if (((*k)->isa & isa) != (*k)->isa)
 				continue;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/conv_nhwc.h"
 #include "kernels/cpu.h"
 #include "kernels/epilogue.h"
 #include "kernels/gemm.h"
@@ -172,6 +173,8 @@ static size_t prepared_bytes(const air_model *m, const rt_step *st, int *estimat
 		return 0;
 	if (st->kernel == &kfast_mm_packed || st->kernel == &kfast_addmm_packed || st->kernel == &kfast_linear_packed)
 		return kgemm_packed_b_bytes(st->prepared);
+	if (st->kernel == &kfast_conv2d_nhwc_1x1 || st->kernel == &kfast_conv2d_nhwc_im2col)
+		return kconv_nhwc_prepared_bytes(st->prepared);
 	const ir_node *n = &m->g->nodes[st->node];
 	size_t bytes = 0;
 	for (int i = 0; i < n->n_in; i++) {

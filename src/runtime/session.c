@@ -279,8 +279,14 @@ static air_status plan(air_session *s)
 			tin[i] = s->vals[n->in[i]];
 		for (int o = 0; o < n->n_out; o++)
 			tin[n->n_in + o] = s->vals[n->out[o]];
-		k_call call = {&s->attrs[(size_t)step->node * IR_MAX_ATTRS], tin, n->n_in, tin + n->n_in, n->n_out,
-			       m->pool, NULL, step->prepared, &s->in_const[s->tensor_base[k]]};
+		k_call call = {.attrs = &s->attrs[(size_t)step->node * IR_MAX_ATTRS],
+			       .in = tin,
+			       .n_in = n->n_in,
+			       .out = tin + n->n_in,
+			       .n_out = n->n_out,
+			       .pool = m->pool,
+			       .prepared = step->prepared,
+			       .in_const = &s->in_const[s->tensor_base[k]]};
 		size_t w = step->kernel->workspace(&call, nthreads);
 		if (w > ws)
 			ws = w;
@@ -426,15 +432,15 @@ air_status air_session_run(air_session *s)
 			t[i] = s->vals[n->in[i]];
 		for (int o = 0; o < n->n_out; o++)
 			t[n->n_in + o] = s->vals[n->out[o]];
-		k_call call = {&s->attrs[(size_t)step->node * IR_MAX_ATTRS],
-			       t,
-			       n->n_in,
-			       t + n->n_in,
-			       n->n_out,
-			       m->pool,
-			       (char *)s->arena + s->ws_offset,
-			       step->prepared,
-			       &s->in_const[s->tensor_base[k]]};
+		k_call call = {.attrs = &s->attrs[(size_t)step->node * IR_MAX_ATTRS],
+			       .in = t,
+			       .n_in = n->n_in,
+			       .out = t + n->n_in,
+			       .n_out = n->n_out,
+			       .pool = m->pool,
+			       .workspace = (char *)s->arena + s->ws_offset,
+			       .prepared = step->prepared,
+			       .in_const = &s->in_const[s->tensor_base[k]]};
 		uint64_t t0 = now_ns();
 		air_status st = step->kernel->run(&call);
 		s->step_ns[k] += now_ns() - t0;

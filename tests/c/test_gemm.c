@@ -398,9 +398,46 @@ static void test_act_matches_standalone(void)
 	}
 }
 
+/* B packed block by block into caller memory (rows in parts, columns in
+ * whole panels), each column scaled on the way, multiplies exactly as B
+ * scaled first (in double, rounded once) and packed whole. */
+static void test_pack_blocks(void)
+{
+	const int64_t M = 9, K = 37, N = 3 * kgemm_tile_cols() + 5, nr = kgemm_tile_cols();
+	float *A = alloc_floats((size_t)(M * K)), *Bt = alloc_floats((size_t)(N * K));
+	float *scaled = alloc_floats((size_t)(N * K)), *c1 = alloc_floats((size_t)(M * N));
+	float *c2 = alloc_floats((size_t)(M * N));
+	double *scale = malloc(sizeof(double) * (size_t)N);
+	for (int64_t i = 0; i < M * K; i++)
+		A[i] = frand();
+	for (int64_t j = 0; j < N; j++) {
+		scale[j] = 0.5 + (double)j / 7.0;
+		for (int64_t p = 0; p < K; p++) {
+			Bt[j * K + p] = frand(); /* B[p][j], stored transposed like a weight */
+			scaled[j * K + p] = (float)((double)Bt[j * K + p] * scale[j]);
+		}
+	}
+	kgemm_packed_b *whole = NULL;
+	CHECK_OK(kgemm_pack_b(K, N, scaled, 1, K, &whole));
+	void *mem = alloc_ws(kgemm_packed_b_size(K, N));
+	kgemm_packed_b *parts = kgemm_packed_b_init(mem, K, N);
+	CHECK(kgemm_packed_b_bytes(parts) >= kgemm_packed_b_bytes(whole));
+	for (int64_t p0 = 0; p0 < K; p0 += 10)
+		for (int64_t j0 = 0; j0 < N; j0 += 2 * nr)
+			kgemm_pack_b_block(parts, p0, K - p0 < 10 ? K - p0 : 10, j0, N < j0 + 2 * nr ? N : j0 + 2 * nr,
+					   Bt + p0, 1, K, scale);
+	void *ws = alloc_ws(kgemm_packed_workspace_bytes(M, N, K, 1));
+	kgemm_f32_packed(M, N, K, A, K, 1, whole, c1, N, NULL, NULL, ws);
+	kgemm_f32_packed(M, N, K, A, K, 1, parts, c2, N, NULL, NULL, ws);
+	CHECK(memcmp(c1, c2, sizeof(float) * (size_t)(M * N)) == 0);
+	kgemm_packed_b_free(whole);
+	free(A), free(Bt), free(scaled), free(c1), free(c2), free(scale), free(mem), free(ws);
+}
+
 int main(void)
 {
 	test_api();
+	test_pack_blocks();
 	test_act_nan();
 	test_act_matches_standalone();
 	for (int nt = 1; nt <= 3; nt++) {

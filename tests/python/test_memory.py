@@ -203,6 +203,43 @@ def test_folded_weights_are_not_held_twice() -> None:
     assert conv_bytes <= held < 1.5 * conv_bytes, (held, conv_bytes)
 
 
+def test_big_convs_repack_the_modules_own_weights() -> None:
+    """From 512 output pixels a channels-last conv re-packs its weight on
+    every call, from the module's own parameter and the batch norm's scale,
+    instead of holding a packed copy (enable_memory_optimization, on by
+    default). The model then holds next to no weight bytes, and its result
+    equals bit for bit the one with packed copies (the option off). Weights
+    changed in place between calls are seen."""
+    torch.manual_seed(0)
+    model = _Basic(32).eval()
+    for bn in (model.b1, model.b2):
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(4, 32, 16, 16)  # 1024 output pixels
+    conv_bytes = sum(m.weight.numel() * 4 for m in (model.c1, model.c2))
+    held, outs = {}, {}
+    for low in (True, False):
+        torch._dynamo.reset()
+        options = {"enable_memory_optimization": low}
+        with torch.no_grad():
+            report = torchair.explain(model, x, options=options)
+            torch._dynamo.reset()
+            outs[low] = torch.compile(model, backend="torchair", options=options)(x)
+        (sub,) = _subgraphs(report)
+        assert "conv2d_nhwc_im2col_gemm" in sub.air_report, sub.air_report
+        held[low] = sub.model.memory()["weight_bytes"]
+    assert held[False] >= conv_bytes, held
+    assert held[True] < 0.1 * conv_bytes, held  # the folded biases and scales
+    assert torch.equal(outs[True], outs[False])
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="torchair")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        model.c1.weight.mul_(-0.5)  # the parameter the kernel re-packs from
+        model.b2.running_var.mul_(3.0)  # the scale it applies while packing
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+
+
 def test_profile_per_kernel() -> None:
     """torchair.report.profile times every step in C: the conv kernels of a
     conv block are listed with the number of steps that ran them, every run
