@@ -17,6 +17,7 @@ from torch import nn
 
 import torchair
 import torchair.compiler
+import torchair.frozen
 from _compile import compile_recording
 
 
@@ -216,13 +217,13 @@ def test_threads_that_find_a_change_rebuild_once(monkeypatch):
     _inplace_conv(model)
     with torch.no_grad():
         want = model(x)
-    rebuild = torchair.compiler.FrozenGraph._rebuild
+    rebuild = torchair.frozen.FrozenGraph._rebuild
 
     def slow_rebuild(self, args):
         time.sleep(0.3)
         rebuild(self, args)
 
-    monkeypatch.setattr(torchair.compiler.FrozenGraph, "_rebuild", slow_rebuild)
+    monkeypatch.setattr(torchair.frozen.FrozenGraph, "_rebuild", slow_rebuild)
     start = threading.Barrier(4)
     outs, errors = [None] * 4, []
 
@@ -250,7 +251,7 @@ def test_conv_net_goes_stale_without_the_guard(change, monkeypatch):
     """Proves test_changed_weight_is_rebuilt can fail: libair copies frozen
     weights at compile time (BN folded into the conv weights, the linear
     weight packed), so with the guard off every change goes unnoticed."""
-    monkeypatch.setattr(torchair.compiler, "FREEZING_GUARD", False)
+    monkeypatch.setattr(torchair.frozen, "FREEZING_GUARD", False)
     model, x = _conv_net()
     compiled, reports = compile_recording(model)
     with torch.no_grad():
@@ -292,7 +293,7 @@ def test_the_guard_is_what_keeps_results_fresh(change, guard, monkeypatch):
     """Proves the tests above can fail: with the guard off, the compiled
     constants (here a contiguous copy of a transposed weight, or a replaced
     tensor) are stale."""
-    monkeypatch.setattr(torchair.compiler, "FREEZING_GUARD", guard)
+    monkeypatch.setattr(torchair.frozen, "FREEZING_GUARD", guard)
     torch.manual_seed(0)
     model, x = Transposed().eval(), torch.randn(3, 16)
     compiled, reports = compile_recording(model)
@@ -474,13 +475,13 @@ def test_guard_cost_per_call_is_small(monkeypatch):
     """The guard checks identity, version and data pointer of each frozen
     tensor; for a few hundred tensors it must stay well under a millisecond."""
     made = []
-    real_init = torchair.compiler.FrozenGraph.__init__
+    real_init = torchair.frozen.FrozenGraph.__init__
 
     def spy(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
         made.append(self)
 
-    monkeypatch.setattr(torchair.compiler.FrozenGraph, "__init__", spy)
+    monkeypatch.setattr(torchair.frozen.FrozenGraph, "__init__", spy)
     n = 300
     model = nn.Sequential(*[nn.Linear(2, 2) for _ in range(n // 2)]).eval()
     x = torch.randn(1, 2)
