@@ -70,6 +70,7 @@ class CompileReport:
     calls: int = 0  # calls of a frozen graph (counted by its guard)
     rebuild_calls: list[int] = field(default_factory=list)  # the calls (1-based) that rebuilt subgraphs
     rebuilt_subgraphs: int = 0
+    tensor_sets: int = 1  # sets of frozen tensors compiled for (model instances that called the graph)
 
     @property
     def rebuilds(self) -> int:
@@ -98,6 +99,8 @@ class CompileReport:
                 )
             else:
                 line += f"no rebuild ({self.calls} call(s))"
+            if self.tensor_sets > 1:
+                line += f"; compiled for {self.tensor_sets} sets of frozen tensors (instances of the model)"
             lines.append(line)
         else:
             lines.append(f"  freezing: {self.freezing}; parameters and buffers are graph inputs")

@@ -26,6 +26,56 @@ Lower = Callable[[GraphModule, Sequence[Any], CompilerConfig, dict[Node, torch.T
 FREEZING_GUARD = True
 
 
+# Sets of frozen tensors one graph keeps compiled at once. dynamo compiles a
+# module class's forward once and passes the parameters as arguments, so two
+# instances of one model class share the graph, each with its own tensors:
+# rebuilding on every switch cost ResNet-50 0.2 s a call. Past this many
+# sets, the least recently used one (its packed weights too) is dropped.
+MAX_TENSOR_SETS = 4
+
+
+class _Overlay:
+    """The fused module with other compiled subgraphs: its generated forward
+    finds them as self.air_N; every other attribute is the module's."""
+
+    def __init__(self, base: GraphModule, subgraphs: dict[str, AirSubgraph]) -> None:
+        self._base = base
+        self.__dict__.update(subgraphs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
+
+class _TensorSet:
+    """One set of frozen tensors and the compiled subgraphs that hold them as
+    constants, with what the guard compares: identity, version and data
+    pointer per tensor, and the bytes of those written without a version
+    bump (batch-norm running statistics)."""
+
+    def __init__(self, module: Any, holders: list[tuple[AirSubgraph, SubgraphReport, GraphModule, tuple[Any, ...]]],
+                 tensors: Any, positions: Sequence[int], by_content: Sequence[int]) -> None:
+        self.module = module  # what the fused forward runs as self
+        self.holders = holders
+        self.entries = [(i, tensors[i], tensors[i]._version, tensors[i].data_ptr()) for i in positions]
+        # a non-contiguous tensor's flat view would be a copy: not compared
+        self.by_content = [i for i in by_content if tensors[i].is_contiguous()]
+        self.snapshot(tensors)
+
+    def snapshot(self, tensors: Any) -> None:
+        self.views = [memoryview(tensors[i].detach().reshape(-1).view(torch.uint8).numpy()) for i in self.by_content]
+        self.bytes = b"".join(self.views)
+
+    def unchanged(self, args: Sequence[Any]) -> bool:
+        for i, t, v, p in self.entries:
+            a = args[i]
+            if a is not t or a._version != v or a.data_ptr() != p:
+                return False
+        return not self.views or b"".join(self.views) == self.bytes
+
+    def holds_any(self, args: Sequence[Any]) -> bool:
+        return any(args[i] is t for i, t, _, _ in self.entries)
+
+
 class FrozenGraph:
     """A compiled graph some of whose arguments (parameters and buffers) are
     compiled into its subgraphs as constants. The caller still passes every
@@ -33,7 +83,10 @@ class FrozenGraph:
     the same tensor object with the same version counter and data pointer as
     when it was frozen. If one differs (updated in place, replaced,
     load_state_dict, ``.data =``), the subgraphs that hold it are rebuilt
-    from the tensors passed before running, so results are never stale."""
+    from the tensors passed before running, so results are never stale. When
+    none of the frozen arguments is a tensor it was compiled for (another
+    instance of the same model class), it compiles a further set of
+    subgraphs for those tensors and keeps both (up to MAX_TENSOR_SETS)."""
 
     def __init__(self, gm: GraphModule, report: CompileReport, frozen: dict[int, torch.Tensor],
                  subgraphs: list[tuple[AirSubgraph, SubgraphReport, GraphModule, tuple[Any, ...]]],
@@ -44,74 +97,93 @@ class FrozenGraph:
         self.config = config
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self._pos = {placeholders[i]: i for i in frozen}
-        self._subgraphs = subgraphs
         self._users: dict[int, list[int]] = {}  # argument position -> subgraphs holding it
         for k, (air, _, _, _) in enumerate(subgraphs):
             for node in air.frozen:
                 self._users.setdefault(self._pos[node], []).append(k)
-        self._entries = [(i, frozen[i], frozen[i]._version, frozen[i].data_ptr()) for i in sorted(self._users)]
-        # tensors written without a version bump (batch-norm running stats):
-        # their bytes are compared with a snapshot
-        self._by_content = sorted(i for i in by_content if i in self._users and frozen[i].is_contiguous())
-        self._snapshot(frozen)
-        self._forward = gm.forward
+        self._positions = sorted(self._users)
+        self._by_content = sorted(i for i in by_content if i in self._users)
+        if hasattr(gm, "real_recompile"):  # a lazy module's forward compiles itself on first call, via self(...)
+            gm.real_recompile()
+        self._code = type(gm).forward  # the generated code, to run with a set's module as self
+        # most recently used first; sets[0] is the one the guard tries first
+        self._sets = [_TensorSet(gm, subgraphs, frozen, self._positions, self._by_content)]
         # one rebuild at a time: threads that find the same change wait for
         # the first one's rebuild instead of each compiling the subgraphs again
         self._rebuild_lock = threading.Lock()
 
-    def _snapshot(self, tensors: Any) -> None:
-        self._views = [memoryview(tensors[i].detach().reshape(-1).view(torch.uint8).numpy()) for i in self._by_content]
-        self._bytes = b"".join(self._views)
-
     @property
     def frozen_positions(self) -> list[int]:
-        return [e[0] for e in self._entries]
+        return list(self._positions)
 
     def unchanged(self, args: Sequence[Any]) -> bool:
-        """The guard: every frozen argument is the tensor that was frozen,
-        at the same version and data pointer."""
-        for i, t, v, p in self._entries:
-            a = args[i]
-            if a is not t or a._version != v or a.data_ptr() != p:
-                return False
-        return not self._views or b"".join(self._views) == self._bytes
+        """The guard: every frozen argument is a tensor that was frozen (in
+        the set last used), at the same version and data pointer."""
+        return self._sets[0].unchanged(args)
 
     def forward(self, *args: Any) -> Any:
         self.report.calls += 1
-        if FREEZING_GUARD and not self.unchanged(args):
+        s = self._sets[0]
+        if FREEZING_GUARD and not s.unchanged(args):
             with self._rebuild_lock:
-                if not self.unchanged(args):  # not already rebuilt by another thread
-                    self._rebuild(args)
-        return self._forward(*args)
+                s = self._set_for(args)
+        return self._code(s.module, *args)
 
     __call__ = forward
 
-    def _rebuild(self, args: Sequence[Any]) -> None:
-        changed: set[int] = set()
-        entries = []
-        for i, t, v, p in self._entries:
+    def _set_for(self, args: Sequence[Any]) -> _TensorSet:
+        sets = self._sets
+        for k, s in enumerate(sets):  # compiled for these (or just rebuilt by another thread)
+            if s.unchanged(args):
+                sets.insert(0, sets.pop(k))
+                return s
+        self._check_types(args)
+        for k, s in enumerate(sets):  # some of a set's tensors, changed or replaced
+            if s.holds_any(args):
+                self._rebuild(s, args)
+                sets.insert(0, sets.pop(k))
+                return s
+        s = self._new_set(args)  # none of them: another instance of the model
+        sets.insert(0, s)
+        del sets[MAX_TENSOR_SETS:]
+        return s
+
+    def _check_types(self, args: Sequence[Any]) -> None:
+        for i, t, _, _ in self._sets[0].entries:
             a = args[i]
-            if a is not t or a._version != v or a.data_ptr() != p:
-                if not isinstance(a, torch.Tensor) or a.shape != t.shape or a.dtype != t.dtype or a.device != t.device:
-                    raise TorchairError(
-                        1, "invalid argument",
-                        f"frozen argument {i} changed to {type(a).__name__} "
-                        f"{tuple(getattr(a, 'shape', ()))} {getattr(a, 'dtype', '')}; expected {tuple(t.shape)} {t.dtype}",
-                    )
-                changed.add(i)
-                entries.append((i, a, a._version, a.data_ptr()))
-            else:
-                entries.append((i, t, v, p))
-        if b"".join(self._views) != self._bytes:
-            changed.update(self._by_content)  # which one changed matters little: they are small
-        tensors = {node: args[i] for node, i in self._pos.items()}
+            if not isinstance(a, torch.Tensor) or a.shape != t.shape or a.dtype != t.dtype or a.device != t.device:
+                raise TorchairError(
+                    1, "invalid argument",
+                    f"frozen argument {i} changed to {type(a).__name__} "
+                    f"{tuple(getattr(a, 'shape', ()))} {getattr(a, 'dtype', '')}; expected {tuple(t.shape)} {t.dtype}",
+                )
+
+    def _lower_for(self, holder: tuple[AirSubgraph, SubgraphReport, GraphModule, tuple[Any, ...]],
+                   args: Sequence[Any]) -> AirSubgraph:
+        air, sub_report, sub, arg_nodes = holder
+        new = self._lower(sub, arg_nodes, self.config, {n: args[self._pos[n]] for n in air.frozen})
+        sub_report.model, sub_report.air_report = new.model, new.air_report  # the report shows the latest
+        return new
+
+    def _rebuild(self, s: _TensorSet, args: Sequence[Any]) -> None:
+        """Compiles again, in place, the subgraphs of s that hold a changed tensor."""
+        changed = {i for i, t, v, p in s.entries if args[i] is not t or args[i]._version != v or args[i].data_ptr() != p}
+        if b"".join(s.views) != s.bytes:
+            changed.update(s.by_content)  # which one changed matters little: they are small
         for k in sorted({k for i in changed for k in self._users[i]}):
-            air, sub_report, sub, arg_nodes = self._subgraphs[k]
-            new = self._lower(sub, arg_nodes, self.config, {n: tensors[n] for n in air.frozen})
+            air = s.holders[k][0]
+            new = self._lower_for(s.holders[k], args)
             air.model, air.tensor_args, air.single, air.air_report = new.model, new.tensor_args, new.single, new.air_report
-            sub_report.model, sub_report.air_report = new.model, new.air_report
             self.report.rebuilt_subgraphs += 1
         # only after every rebuild succeeded: a failed one is retried next call
-        self._entries = entries
-        self._snapshot(args)
+        s.entries = [(i, args[i], args[i]._version, args[i].data_ptr()) for i, _, _, _ in s.entries]
+        s.snapshot(args)
         self.report.rebuild_calls.append(self.report.calls)
+
+    def _new_set(self, args: Sequence[Any]) -> _TensorSet:
+        """Every frozen subgraph compiled for the tensors passed, beside the
+        other sets: run through an overlay of the fused module."""
+        holders = [(self._lower_for(h, args),) + h[1:] for h in self._sets[0].holders]
+        overlay = _Overlay(self.gm, {h[1].name: h[0] for h in holders})
+        self.report.tensor_sets += 1
+        return _TensorSet(overlay, holders, args, self._positions, self._by_content)

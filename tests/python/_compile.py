@@ -12,13 +12,21 @@ from torchair.compiler import CompileReport
 from torchair.config import config_from
 
 
-def compile_recording(fn: Any, options: dict[str, Any] | None = None, **kwargs: Any) -> tuple[Any, list[CompileReport]]:
+def recording_backend(options: dict[str, Any] | None = None) -> tuple[Any, list[CompileReport]]:
+    """The torchair backend, recording its compile reports in the list it
+    returns beside it (one backend for several torch.compile calls lets
+    dynamo share a graph between them)."""
     config = config_from(options, None)
     reports: list[CompileReport] = []
 
     def backend(gm: Any, example_inputs: Any) -> Any:
         return _backend(gm, example_inputs, config, reports)
 
+    return backend, reports
+
+
+def compile_recording(fn: Any, options: dict[str, Any] | None = None, **kwargs: Any) -> tuple[Any, list[CompileReport]]:
+    backend, reports = recording_backend(options)
     return torch.compile(fn, backend=backend, **kwargs), reports
 
 
