@@ -123,15 +123,10 @@ size_t kconv_nhwc_prepared_bytes(const void *prepared)
 	return bytes;
 }
 
-static int64_t gemm_rows(const kconv_geom *g)
-{
-	return g->N * g->OH * g->OW;
-}
-
-static bool repack_per_call(const k_call *call, const kconv_geom *g)
+bool kconv_nhwc_repack_per_call(const k_call *call, const kconv_geom *g)
 {
 	return call->low_memory && call->in_source && call->in_source[1].base && g->N >= 0 && g->OH >= 0 &&
-	       g->OW >= 0 && gemm_rows(g) >= REPACK_MIN_ROWS;
+	       g->OW >= 0 && g->N * g->OH * g->OW >= REPACK_MIN_ROWS;
 }
 
 static air_status pack_weight(const k_call *call, int64_t nb_want, void **out)
@@ -141,7 +136,7 @@ static air_status pack_weight(const k_call *call, int64_t nb_want, void **out)
 	const kconv_geom *g = &c.g;
 	const int64_t taps = g->KH * g->KW, K = taps * g->Cg, Og = g->Og;
 	const int64_t nb = nb_want < Og ? nb_want : Og, nblk = k_cdiv(Og, nb);
-	bool repack = repack_per_call(call, g);
+	bool repack = kconv_nhwc_repack_per_call(call, g);
 	packed_w *pw = calloc(1, sizeof *pw + sizeof pw->b[0] * (size_t)(repack ? 0 : g->G * nblk));
 	if (!pw)
 		return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory to pack the weight");
@@ -220,8 +215,8 @@ static void repack_task(void *ctx, int64_t t, int thread)
 	if (c0 >= cols)
 		return;
 	kgemm_pack_b_block(j->b[blk], tap * g->Cg, g->Cg, c0, k_min64(cols, c0 + j->chunk),
-			   pw->src + o0 * g->Cg * j->taps + tap, j->taps, g->Cg * j->taps,
-			   pw->scale ? pw->scale + o0 : NULL);
+			   pw->src + (o0 + c0) * g->Cg * j->taps + tap, j->taps, g->Cg * j->taps,
+			   pw->scale ? pw->scale + o0 + c0 : NULL);
 }
 
 /* The B operands for this call: the prepacked ones, or the weight

@@ -4,13 +4,22 @@
 #define AIR_KERNELS_CONV_NHWC_H
 
 #include "kernels/kernel.h"
+#include "kernels/ref/conv.h"
 
 /* groups == C == O: a direct loop vectorized over channels. */
 extern const k_kernel kfast_conv2d_nhwc_depthwise;
 /* 1x1 stride 1 unpadded: one GEMM [N*H*W, C] x packed [C, O]. */
 extern const k_kernel kfast_conv2d_nhwc_1x1;
+/* 3x3 stride 1, one group, a simple activation: Winograd F(2x2, 3x3)
+ * (conv_winograd.c), for the shapes where it wins (see its supports). */
+extern const k_kernel kfast_conv2d_nhwc_winograd;
+size_t kconv_winograd_prepared_bytes(const void *prepared);
 /* anything else: NHWC im2col in row blocks + GEMM with packed weights. */
 extern const k_kernel kfast_conv2d_nhwc_im2col;
+/* Whether a GEMM conv kernel re-packs its weight on every call instead of
+ * holding a packed copy (conv_nhwc.c: low memory, a weight source, at least
+ * 512 output pixels); kconv_geom from the compile-time call. */
+bool kconv_nhwc_repack_per_call(const k_call *call, const kconv_geom *g);
 /* Bytes of the weight copy that the 1x1 or im2col kernel's prepare made
  * (next to nothing when it re-packs the weight on every call). */
 size_t kconv_nhwc_prepared_bytes(const void *prepared);

@@ -205,16 +205,16 @@ static inline float kgemm_b_at(const float *s, int64_t at, const double *scale, 
 
 /* Rows [p0, p1) of columns [j0, j1) (j0 a multiple of nr) of B[K x N] into
  * whole panels of nr columns, zero-padded past N: panel j/nr at dst +
- * (j/nr) * K * nr. B points at element (p0, 0): (p, j) is at
- * B[(p - p0) * rs + j * cs]. scale (or NULL) is per column of B. */
+ * (j/nr) * K * nr. B points at element (p0, j0): (p, j) is at
+ * B[(p - p0) * rs + (j - j0) * cs]; scale (or NULL) at column j0's. */
 static void kgemm_pack_b_panels(int64_t K, int64_t N, int64_t p0, int64_t p1, const float *B, int64_t rs,
 				int64_t cs, const double *scale, int nr, int64_t j0, int64_t j1, float *dst)
 {
 	for (int64_t j = j0; j < j1; j += nr) {
 		int cols = (int)k_min64(nr, N - j);
 		float *d = dst + (j / nr) * K * nr + p0 * nr;
-		const float *s = B + j * cs;
-		const double *sc = scale ? scale + j : NULL;
+		const float *s = B + (j - j0) * cs;
+		const double *sc = scale ? scale + (j - j0) : NULL;
 		int64_t rows = p1 - p0;
 		if (cs == 1 && !sc) {
 			for (int64_t p = 0; p < rows; p++) {
@@ -518,7 +518,7 @@ static void kgemm_pack_task(void *ctx, int64_t t, int thread)
 {
 	const kgemm_pack_job *p = ctx;
 	int64_t b = t / p->per_item, j0 = (t % p->per_item) * p->cols;
-	kgemm_pack_b_panels(p->K, p->N, 0, p->K, p->B + b * p->bs_b, p->rs_b, p->cs_b, NULL, p->nr, j0,
+	kgemm_pack_b_panels(p->K, p->N, 0, p->K, p->B + b * p->bs_b + j0 * p->cs_b, p->rs_b, p->cs_b, NULL, p->nr, j0,
 			    k_min64(p->N, j0 + p->cols), p->dst + b * p->bs_dst);
 }
 

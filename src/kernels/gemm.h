@@ -31,11 +31,11 @@ size_t kgemm_packed_b_bytes(const kgemm_packed_b *packed);
 size_t kgemm_packed_b_size(int64_t K, int64_t N);
 kgemm_packed_b *kgemm_packed_b_init(void *mem, int64_t K, int64_t N);
 /* Packs rows [p0, p0 + rows) of columns [j0, j1) of B into p: j0 a multiple
- * of kgemm_tile_cols(), j1 <= N or the end of a panel. B points at row p0:
- * element (p0 + r, j) is B[r * rs_b + j * cs_b]. With a scale, column j is
- * multiplied by scale[j] in double and rounded once (what fold_batchnorm
- * does to a weight at compile time, so the product is the same). Calls on
- * disjoint blocks may run on different threads at once. */
+ * of kgemm_tile_cols(), j1 <= N or the end of a panel. B points at element
+ * (p0, j0): (p0 + r, j0 + c) is B[r * rs_b + c * cs_b]. With a scale, that
+ * column is multiplied by scale[c] in double and rounded once (what
+ * fold_batchnorm does to a weight at compile time, so the product is the
+ * same). Calls on disjoint blocks may run on different threads at once. */
 void kgemm_pack_b_block(kgemm_packed_b *p, int64_t p0, int64_t rows, int64_t j0, int64_t j1, const float *B,
 			int64_t rs_b, int64_t cs_b, const double *scale);
 

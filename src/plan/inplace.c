@@ -36,12 +36,15 @@ static int residual_input(const ir_node *n, const op_def *def)
 /* Kernels whose residual goes through the GEMM epilogue (kernels/gemm.c),
  * which folds it into C on the first K block, tile by tile, reading each
  * tile of the residual before writing the same tile of C: so it may alias C
- * exactly (same pointer and row stride, as these kernels pass it). Not
- * here: the reference conv2d and linear kernels and the depthwise kernel,
- * which write y first and add the residual after. */
+ * exactly (same pointer and row stride, as these kernels pass it). The
+ * Winograd kernel's output transform likewise reads each output element's
+ * residual just before it writes that element. Not here: the reference
+ * conv2d and linear kernels and the depthwise kernel, which write y first
+ * and add the residual after. */
 static const k_kernel *const residual_in_place[] = {
-	&kfast_linear_packed, &kfast_linear, &kfast_conv2d_1x1, &kfast_conv2d_im2col,
-	&kfast_conv2d_nhwc_1x1, &kfast_conv2d_nhwc_im2col, NULL,
+	&kfast_linear_packed,	&kfast_linear,		    &kfast_conv2d_1x1,
+	&kfast_conv2d_im2col,	&kfast_conv2d_nhwc_1x1,	    &kfast_conv2d_nhwc_im2col,
+	&kfast_conv2d_nhwc_winograd, NULL,
 };
 
 /* The vmath kernels of the unary ops (kernels/rowops_fast.c): each task
@@ -66,9 +69,16 @@ bool mp_inplace_allowed(const air_model *m, int k, int i)
 	for (const k_kernel *const *kk = unary_in_place; *kk; kk++)
 		if (*kk == st->kernel)
 			return true;
-	if (i >= 0 && i == residual_input(n, def))
-		for (const k_kernel *const *kk = residual_in_place; *kk; kk++)
-			if (*kk == st->kernel)
-				return true;
+	if (i < 0 || i != residual_input(n, def))
+		return false;
+	/* the residual may be overwritten only when it is nothing else too:
+	 * conv(x, residual = x) reads x around every output tile, so writing
+	 * y over it would change what later tiles read */
+	for (int j = 0; j < n->n_in; j++)
+		if (j != i && m->root[n->in[j]] == m->root[n->in[i]])
+			return false;
+	for (const k_kernel *const *kk = residual_in_place; *kk; kk++)
+		if (*kk == st->kernel)
+			return true;
 	return false;
 }

@@ -175,6 +175,8 @@ static size_t prepared_bytes(const air_model *m, const rt_step *st, int *estimat
 		return kgemm_packed_b_bytes(st->prepared);
 	if (st->kernel == &kfast_conv2d_nhwc_1x1 || st->kernel == &kfast_conv2d_nhwc_im2col)
 		return kconv_nhwc_prepared_bytes(st->prepared);
+	if (st->kernel == &kfast_conv2d_nhwc_winograd)
+		return kconv_winograd_prepared_bytes(st->prepared);
 	const ir_node *n = &m->g->nodes[st->node];
 	size_t bytes = 0;
 	for (int i = 0; i < n->n_in; i++) {

@@ -425,7 +425,7 @@ static void test_pack_blocks(void)
 	for (int64_t p0 = 0; p0 < K; p0 += 10)
 		for (int64_t j0 = 0; j0 < N; j0 += 2 * nr)
 			kgemm_pack_b_block(parts, p0, K - p0 < 10 ? K - p0 : 10, j0, N < j0 + 2 * nr ? N : j0 + 2 * nr,
-					   Bt + p0, 1, K, scale);
+					   Bt + j0 * K + p0, 1, K, scale + j0);
 	void *ws = alloc_ws(kgemm_packed_workspace_bytes(M, N, K, 1));
 	kgemm_f32_packed(M, N, K, A, K, 1, whole, c1, N, NULL, NULL, ws);
 	kgemm_f32_packed(M, N, K, A, K, 1, parts, c2, N, NULL, NULL, ws);

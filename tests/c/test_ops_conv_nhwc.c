@@ -82,6 +82,18 @@ typedef struct conv_case {
 } conv_case;
 
 static const char *I2C = "conv2d_nhwc_im2col_gemm", *PW = "conv2d_nhwc_gemm_1x1", *DW = "conv2d_nhwc_depthwise";
+static const char *WINO = "conv2d_nhwc_winograd_f2x3";
+
+/* The 3x3 stride-1 convs that go to Winograd: one group, a simple
+ * activation, at least 32 tiles of 2x2 output pixels (conv_winograd.c). */
+static const char *wino_or(const conv_case *k, int act, const char *other)
+{
+	int64_t OH = k->H + 2 * k->ph - 2, OW = k->W + 2 * k->pw - 2;
+	int simple = act <= 2 || act == 8;
+	return simple && k->G == 1 && k->dh == 1 && k->dw == 1 && k->N * ((OH + 1) / 2) * ((OW + 1) / 2) >= 32
+		       ? WINO
+		       : other;
+}
 
 static void check_conv(const conv_case *k)
 {
@@ -152,8 +164,26 @@ static void test_conv(void)
 			for (int st = 1; st <= 2; st++) {
 				conv_case k = {1, chans[ci], sizes[si], sizes[(si + 1) % 3], chans[(ci + 1) % 4],
 					       3, 3, st, st, 1, 1, 1, 1, 1, 1, 0, 0, I2C};
+				if (st == 1)
+					k.kernel = wino_or(&k, 0, I2C);
 				check_conv(&k);
 			}
+	/* Winograd: each act (the transcendental ones go to im2col), residual,
+	 * batch 3, odd sizes (tiles past the edge), every padding up to 2 */
+	for (int act = 0; act <= 8; act++) {
+		conv_case k = {act % 2 ? 3 : 1, 17, 9, 13, 65, 3, 3, 1, 1, 1, 1, 1, 1, 1, act % 3 != 0, act, act % 2,
+			       NULL};
+		k.kernel = wino_or(&k, act, I2C);
+		check_conv(&k);
+	}
+	for (int ph = 0; ph <= 2; ph++)
+		for (int pw = 0; pw <= 2; pw += 2) {
+			conv_case k = {4, 65, 9, 5, 17, 3, 3, 1, 1, ph, pw, 1, 1, 1, 1, 1, ph == pw, WINO};
+			check_conv(&k);
+		}
+	/* too few tiles (7x7 output at batch 1: 16): im2col */
+	conv_case few = {1, 33, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, I2C};
+	check_conv(&few);
 	/* 1x1 direct: channels, batch 3, each act, with and without residual */
 	for (int ci = 0; ci < 4; ci++)
 		for (int act = 0; act <= 8; act++) {

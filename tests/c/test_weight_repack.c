@@ -1,6 +1,8 @@
 /* test_weight_repack.c - channels-last convolutions that re-pack their
  * weight on every call instead of holding a packed copy (low memory, the
- * default, and at least 512 output pixels: kernels/conv_nhwc.c). A conv2d
+ * default, and at least 512 output pixels: kernels/conv_nhwc.c; the 3x3
+ * stride-1 ones go through Winograd, whose transformed weight is then made
+ * per call too: kernels/conv_winograd.c). A conv2d
  * (+ batch_norm, whose scale then is applied while packing) with a borrowed
  * weight, through the layout pass, must give bit for bit what the same
  * model with a packed copy gives (AIR_COMPILE_NO_MEMORY_REUSE), hold the
@@ -86,7 +88,8 @@ static void test_case(const repack_case *c)
 	/* the same steps either way, the convs channels-last in GEMM kernels */
 	CHECK(steps(low) == steps(packed));
 	const char *r = air_model_report(low);
-	CHECK(strstr(r, "conv2d_nhwc_gemm_1x1") || strstr(r, "conv2d_nhwc_im2col_gemm"));
+	CHECK(strstr(r, "conv2d_nhwc_gemm_1x1") || strstr(r, "conv2d_nhwc_im2col_gemm") ||
+	      strstr(r, "conv2d_nhwc_winograd_f2x3"));
 	/* re-packing saves the packed copy of the weight (at least its bytes)
 	 * but for a scale per channel; the entry conv is packed either way */
 	size_t wbytes = sizeof(float) * (size_t)(c->O * (c->C / c->groups) * c->K * c->K);

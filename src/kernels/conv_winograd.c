@@ -1,0 +1,364 @@
+/* conv_winograd.c - channels-last 3x3 stride-1 convolution by Winograd's
+ * F(2x2, 3x3): each 2x2 block of output pixels (a tile) comes from the 4x4
+ * input patch under it, and in the transformed domain the 9 taps become 16
+ * elementwise products, so a tile costs 16 multiply-adds per channel pair
+ * instead of 36 (2.25x fewer).
+ *   weight:          U = G g G^T (4x4 per (o, c)), in double, packed as 16
+ *                    GEMM B operands [C x O]; once at prepare, or on every
+ *                    call into the workspace when the im2col kernel would
+ *                    re-pack its weight (low memory: kconv_nhwc_repack_per_call);
+ *   per chunk of tiles: V = B^T d B per (tile, c), 16 GEMMs M_k = V_k U_k,
+ *                    then Y = A^T M A per (tile, o) with bias, residual and
+ *                    the activation, into NHWC y. V and M are [tiles][16]
+ *                    [channels], so each tile's transforms touch one row,
+ *                    and a chunk stays in its thread's L2.
+ * The tile transforms are in conv_winograd_tiles.h, compiled per ISA. Only
+ * the simple activations (min/max) are fused here. The transforms multiply
+ * by 0, +-1 and 1/2 only; ResNet-50's output moved by at most 5e-5 from the
+ * im2col kernels' (8e-5 from eager's either way).
+ * ResNet-50 shapes at batch 1 (bench_conv --layout, 2 threads, Zen 3), ms,
+ * im2col -> Winograd: 64 at 56x56 1.49 -> 0.85, 128 at 28x28 1.30 -> 0.75,
+ * 256 at 14x14 1.29 -> 0.70; 512 at 7x7 (16 tiles) 1.32 -> 1.29, so under
+ * WINO_MIN_TILES it stays im2col. */
+#include "kernels/conv_nhwc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/cpu.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_internal.h"
+#include "kernels/ref/conv_nhwc.h"
+#define KWINO_SUFFIX portable
+#include "kernels/conv_winograd_tiles.h"
+
+/* Floats of one chunk's V and M together (1 MiB): as im2col's chunk. */
+enum { WINO_CHUNK_FLOATS = 262144 };
+
+/* Fewer tiles than this (ResNet-50's 7x7 maps at batch 1: 16) leave the
+ * 16 GEMMs too few rows to beat im2col (1.29 against 1.32 ms). */
+enum { WINO_MIN_TILES = 32 };
+
+/* The transformed weight: packed once, or (low memory, as the im2col
+ * kernel's weight: kconv_nhwc_repack_per_call) transformed and packed into
+ * the workspace on every call from the caller's weight and scale. */
+typedef struct wino_w {
+	int64_t C, O;
+	const float *src; /* [O, C, 3, 3], transformed per call, or NULL */
+	double *scale;    /* per output channel (owned), or NULL */
+	kgemm_packed_b *u[16]; /* packed once: U_k [C x O] */
+} wino_w;
+
+static void wino_release(void *p)
+{
+	wino_w *w = p;
+	if (!w)
+		return;
+	for (int k = 0; k < 16; k++)
+		kgemm_packed_b_free(w->u[k]);
+	free(w->scale);
+	free(w);
+}
+
+size_t kconv_winograd_prepared_bytes(const void *prepared)
+{
+	const wino_w *w = prepared;
+	size_t bytes = w ? sizeof *w + (w->scale ? sizeof(double) * (size_t)w->O : 0) : 0;
+	for (int k = 0; w && k < 16; k++)
+		bytes += kgemm_packed_b_bytes(w->u[k]);
+	return bytes;
+}
+
+/* U = G g G^T for one 3x3 kernel g (row-major), in double, into u[k *
+ * stride] for k = i * 4 + j. G's rows: [1 0 0], [1/2 1/2 1/2],
+ * [1/2 -1/2 1/2], [0 0 1]. */
+static void weight_tile(const float *g, float *u, int64_t stride)
+{
+	double t[4][3];
+	for (int j = 0; j < 3; j++) {
+		double g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+		t[0][j] = g0;
+		t[1][j] = 0.5 * (g0 + g1 + g2);
+		t[2][j] = 0.5 * (g0 - g1 + g2);
+		t[3][j] = g2;
+	}
+	for (int i = 0; i < 4; i++) {
+		double r[4] = {t[i][0], 0.5 * (t[i][0] + t[i][1] + t[i][2]), 0.5 * (t[i][0] - t[i][1] + t[i][2]),
+			       t[i][2]};
+		for (int j = 0; j < 4; j++)
+			u[(i * 4 + j) * stride] = (float)r[j];
+	}
+}
+
+static bool wino_geometry(const k_call *call, kconv_nhwc *c)
+{
+	if (!k_all_f32(call) || !call->in_const || !call->in_const[1] || kconv_nhwc_make(call, c) != AIR_OK)
+		return false;
+	const kconv_geom *g = &c->g;
+	return g->KH == 3 && g->KW == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->G == 1 &&
+	       g->C > 0 && g->O > 0 && !kgemm_act_is_transcendental(c->act);
+}
+
+static bool wino_supports(const k_call *call)
+{
+	kconv_nhwc c;
+	if (!wino_geometry(call, &c))
+		return false;
+	const kconv_geom *g = &c.g;
+	return g->N >= 0 && g->OH >= 0 && g->OW >= 0 && g->N * ((g->OH + 1) / 2) * ((g->OW + 1) / 2) >= WINO_MIN_TILES;
+}
+
+static air_status wino_prepare(const k_call *call, void **out)
+{
+	kconv_nhwc c;
+	AIR_TRY(kconv_nhwc_make(call, &c));
+	const int64_t C = c.g.C, O = c.g.O;
+	wino_w *ww = calloc(1, sizeof *ww);
+	if (!ww)
+		return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory for the weight");
+	ww->C = C;
+	ww->O = O;
+	if (kconv_nhwc_repack_per_call(call, &c.g)) {
+		const k_const_source *src = &call->in_source[1];
+		ww->src = src->base;
+		if (src->row_scale) {
+			ww->scale = malloc(sizeof(double) * (size_t)O);
+			if (!ww->scale) {
+				free(ww);
+				return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory for the weight's scale");
+			}
+			memcpy(ww->scale, src->row_scale, sizeof(double) * (size_t)O);
+		}
+		*out = ww;
+		return AIR_OK;
+	}
+	const float *w = call->in[1].data; /* [O, C, 3, 3] */
+	float *u = malloc(sizeof(float) * 16 * (size_t)(C * O)); /* [16][C][O] */
+	if (!u) {
+		free(ww);
+		return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory to transform the weight");
+	}
+	for (int64_t o = 0; o < O; o++)
+		for (int64_t ci = 0; ci < C; ci++)
+			weight_tile(w + (o * C + ci) * 9, u + ci * O + o, C * O);
+	air_status st = AIR_OK;
+	for (int k = 0; k < 16 && st == AIR_OK; k++)
+		st = kgemm_pack_b(C, O, u + (size_t)k * (size_t)(C * O), O, 1, &ww->u[k]);
+	free(u);
+	if (st != AIR_OK) {
+		wino_release(ww);
+		return st;
+	}
+	*out = ww;
+	return AIR_OK;
+}
+
+/* Workspace of a weight transformed per call: the 16 packed U_k, then a
+ * panel's [16][C][nr] transform per thread. */
+static size_t transform_bytes(const wino_w *w, int nthreads)
+{
+	if (!w || !w->src)
+		return 0;
+	return 16 * kgemm_packed_b_size(w->C, w->O) +
+	       (size_t)nthreads * k_align64(sizeof(float) * 16 * (size_t)(w->C * kgemm_tile_cols()));
+}
+
+typedef struct transform_job {
+	const wino_w *w;
+	kgemm_packed_b *u[16];
+	char *tmp;
+	size_t tmp_bytes;
+} transform_job;
+
+/* Task t: output channels [t * nr, +nr), scaled as fold_batchnorm folds
+ * them, transformed into the thread's [16][C][nr] and packed. */
+static void transform_task(void *ctx, int64_t t, int thread)
+{
+	const transform_job *j = ctx;
+	const wino_w *w = j->w;
+	const int64_t nr = kgemm_tile_cols(), o0 = t * nr, cols = k_min64(nr, w->O - o0);
+	float *tmp = (float *)(j->tmp + (size_t)thread * j->tmp_bytes);
+	for (int64_t q = 0; q < cols; q++) {
+		for (int64_t ci = 0; ci < w->C; ci++) {
+			const float *src = w->src + ((o0 + q) * w->C + ci) * 9;
+			float g[9];
+			for (int e = 0; e < 9; e++)
+				g[e] = w->scale ? (float)((double)src[e] * w->scale[o0 + q]) : src[e];
+			weight_tile(g, tmp + ci * nr + q, w->C * nr);
+		}
+	}
+	for (int k = 0; k < 16; k++)
+		kgemm_pack_b_block(j->u[k], 0, w->C, o0, o0 + cols, tmp + (size_t)k * (size_t)(w->C * nr), nr, 1, NULL);
+}
+
+/* The packed U_k for this call: prepared ones, or transformed into the
+ * front of the workspace (*ws moves past them). */
+static kgemm_packed_b *const *weight_blocks(const k_call *call, const wino_w *w, transform_job *j, char **ws)
+{
+	if (!w->src)
+		return w->u;
+	char *at = *ws;
+	for (int k = 0; k < 16; k++) {
+		j->u[k] = kgemm_packed_b_init(at, w->C, w->O);
+		at += kgemm_packed_b_size(w->C, w->O);
+	}
+	j->w = w;
+	j->tmp = at;
+	j->tmp_bytes = k_align64(sizeof(float) * 16 * (size_t)(w->C * kgemm_tile_cols()));
+	*ws = at + (size_t)rt_pool_size(call->pool) * j->tmp_bytes;
+	rt_pool_run(call->pool, k_cdiv(w->O, kgemm_tile_cols()), transform_task, j);
+	return j->u;
+}
+
+/* Floats per tile in V (channels C) or M (O): 16 transforms, plus a cache
+ * line so that the GEMMs' rows are not a power of two apart (4 KiB apart,
+ * 64 channels, they would all fall in one L1 set). */
+static int64_t wino_row(int64_t channels)
+{
+	return 16 * channels + 16;
+}
+
+typedef struct wino_plan {
+	int64_t th, tw, T; /* tiles down, across, in all */
+	int64_t tc, nchunk;
+	size_t v_bytes, m_bytes, zero_bytes, slot_bytes;
+} wino_plan;
+
+static wino_plan make_plan(const kconv_geom *g, int nthreads)
+{
+	wino_plan p;
+	const int64_t mr = kgemm_tile_rows();
+	p.th = (g->OH + 1) / 2;
+	p.tw = (g->OW + 1) / 2;
+	p.T = g->N * p.th * p.tw;
+	int64_t tc = WINO_CHUNK_FLOATS / (wino_row(g->C) + wino_row(g->O));
+	/* at least 4 chunks per thread when there are tiles enough */
+	int64_t want = k_cdiv(p.T, 4 * (int64_t)(nthreads < 1 ? 1 : nthreads));
+	tc = tc < want ? tc : want;
+	tc = k_cdiv(tc < 1 ? 1 : tc, mr) * mr;
+	p.tc = tc;
+	p.nchunk = k_cdiv(p.T, tc);
+	p.v_bytes = k_align64(sizeof(float) * (size_t)(tc * wino_row(g->C)));
+	p.m_bytes = k_align64(sizeof(float) * (size_t)(tc * wino_row(g->O)));
+	p.zero_bytes = k_align64(sizeof(float) * (size_t)g->C);
+	p.slot_bytes = p.v_bytes + p.m_bytes + p.zero_bytes + k_align64(kgemm_packed_workspace_bytes(tc, g->O, g->C, 1));
+	return p;
+}
+
+static size_t wino_ws(const k_call *call, int nthreads)
+{
+	kconv_nhwc c;
+	if (kconv_nhwc_make(call, &c) != AIR_OK)
+		return 0;
+	nthreads = nthreads < 1 ? 1 : nthreads;
+	return transform_bytes(call->prepared, nthreads) + (size_t)nthreads * make_plan(&c.g, nthreads).slot_bytes;
+}
+
+typedef struct wino_job {
+	kconv_nhwc c;
+	wino_plan p;
+	kgemm_packed_b *const *u; /* U_k */
+	const float *x, *bias, *res;
+	float *y;
+	char *ws;
+	kwino_input_fn input;
+	kwino_output_fn output;
+} wino_job;
+
+/* The ISA's tile transforms, chosen once. */
+static void pick_transforms(kwino_input_fn *in, kwino_output_fn *out)
+{
+	*in = kwino_input__portable;
+	*out = kwino_output__portable;
+#ifdef AIR_HAVE_X86
+	if (kcpu_features() & KCPU_AVX2) {
+		*in = kwino_input__avx2;
+		*out = kwino_output__avx2;
+	}
+#endif
+}
+
+/* Tile t's row of V, from its 4x4 input patch (pixels outside x: the
+ * zero row). */
+static void input_transform(const wino_job *j, int64_t t, const float *zero, float *v)
+{
+	const kconv_geom *g = &j->c.g;
+	const int64_t C = g->C, per_img = j->p.th * j->p.tw;
+	const int64_t n = t / per_img, rest = t % per_img, ih0 = (rest / j->p.tw) * 2 - g->ph,
+		      iw0 = (rest % j->p.tw) * 2 - g->pw;
+	const float *d[16];
+	for (int i = 0; i < 4; i++)
+		for (int jj = 0; jj < 4; jj++) {
+			int64_t ih = ih0 + i, iw = iw0 + jj;
+			d[i * 4 + jj] = ih < 0 || ih >= g->H || iw < 0 || iw >= g->W
+						? zero
+						: j->x + ((n * g->H + ih) * g->W + iw) * C;
+		}
+	j->input(d, C, v);
+}
+
+/* Tile t's 2x2 output pixels (those inside y), from its row of M. */
+static void output_transform(const wino_job *j, int64_t t, const float *m)
+{
+	const kconv_geom *g = &j->c.g;
+	const int64_t O = g->O, per_img = j->p.th * j->p.tw;
+	const int64_t n = t / per_img, rest = t % per_img, oh0 = (rest / j->p.tw) * 2, ow0 = (rest % j->p.tw) * 2;
+	float *y[4];
+	const float *res[4];
+	for (int q = 0; q < 4; q++) {
+		int64_t oh = oh0 + q / 2, ow = ow0 + q % 2;
+		bool in = oh < g->OH && ow < g->OW;
+		int64_t at = ((n * g->OH + oh) * g->OW + ow) * O;
+		y[q] = in ? j->y + at : NULL;
+		res[q] = in && j->res ? j->res + at : NULL;
+	}
+	j->output(m, O, y, res, j->bias, j->c.act);
+}
+
+static void wino_task(void *ctx, int64_t chunk, int thread)
+{
+	const wino_job *j = ctx;
+	const kconv_geom *g = &j->c.g;
+	const wino_plan *p = &j->p;
+	int64_t t0 = chunk * p->tc, rows = k_min64(p->tc, p->T - t0);
+	if (rows <= 0)
+		return;
+	char *slot = j->ws + (size_t)thread * p->slot_bytes;
+	float *v = (float *)slot, *m = (float *)(slot + p->v_bytes), *zero = (float *)(slot + p->v_bytes + p->m_bytes);
+	void *gemm_ws = slot + p->v_bytes + p->m_bytes + p->zero_bytes;
+	const int64_t C = g->C, O = g->O;
+	memset(zero, 0, sizeof(float) * (size_t)C);
+	/* V and M are [tiles][16][channels]: a tile's transforms are one
+	 * contiguous row, and GEMM k reads and writes every 16th block of it */
+	const int64_t lv = wino_row(C), lm = wino_row(O);
+	for (int64_t r = 0; r < rows; r++)
+		input_transform(j, t0 + r, zero, v + r * lv);
+	for (int k = 0; k < 16; k++)
+		kgemm_f32_packed(rows, O, C, v + k * C, lv, 1, j->u[k], m + k * O, lm, NULL, NULL, gemm_ws);
+	for (int64_t r = 0; r < rows; r++)
+		output_transform(j, t0 + r, m + r * lm);
+}
+
+static air_status wino_run(const k_call *call)
+{
+	wino_job j;
+	AIR_TRY(kconv_nhwc_make(call, &j.c));
+	const kconv_geom *g = &j.c.g;
+	if (call->out[0].numel == 0)
+		return AIR_OK;
+	j.p = make_plan(g, rt_pool_size(call->pool));
+	j.x = call->in[0].data;
+	j.bias = g->has_bias ? call->in[2].data : NULL;
+	j.res = j.c.has_residual ? call->in[call->n_in - 1].data : NULL;
+	j.y = call->out[0].data;
+	j.ws = call->workspace;
+	transform_job tj;
+	j.u = weight_blocks(call, call->prepared, &tj, &j.ws);
+	pick_transforms(&j.input, &j.output);
+	rt_pool_run(call->pool, j.p.nchunk, wino_task, &j);
+	return AIR_OK;
+}
+
+const k_kernel kfast_conv2d_nhwc_winograd = {"conv2d_nhwc_winograd_f2x3", 0, wino_supports, wino_prepare,
+					     wino_release, wino_ws, wino_run};
