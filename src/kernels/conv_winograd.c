@@ -40,9 +40,17 @@ enum { WINO_CHUNK_FLOATS = 262144 };
  * 16 GEMMs too few rows to beat im2col (1.29 against 1.32 ms). */
 enum { WINO_MIN_TILES = 32 };
 
+/* Transforming a weight costs more than packing it (about 25 ns per
+ * (o, c) pair and thread: 2% of ResNet-50's time at batch 1 and at batch
+ * 16 when every Winograd conv did it per call); below this many bytes of U
+ * (256 x 256 channels) the copy is kept even in low memory: ResNet-50's
+ * 64- and 128-channel ones hold 3.9 MB in all. */
+enum { WINO_REPACK_MIN_BYTES = 4 << 20 };
+
 /* The transformed weight: packed once, or (low memory, as the im2col
- * kernel's weight: kconv_nhwc_repack_per_call) transformed and packed into
- * the workspace on every call from the caller's weight and scale. */
+ * kernel's weight: kconv_nhwc_repack_per_call, and a big one) transformed
+ * and packed into the workspace on every call from the caller's weight
+ * and scale. */
 typedef struct wino_w {
 	int64_t C, O;
 	const float *src; /* [O, C, 3, 3], transformed per call, or NULL */
@@ -70,24 +78,28 @@ size_t kconv_winograd_prepared_bytes(const void *prepared)
 	return bytes;
 }
 
-/* U = G g G^T for one 3x3 kernel g (row-major), in double, into u[k *
- * stride] for k = i * 4 + j. G's rows: [1 0 0], [1/2 1/2 1/2],
- * [1/2 -1/2 1/2], [0 0 1]. */
-static void weight_tile(const float *g, float *u, int64_t stride)
+/* U = G g G^T for one 3x3 kernel g (row-major) into u[k * stride] for k =
+ * i * 4 + j; G's rows: [1 0 0], [1/2 1/2 1/2], [1/2 -1/2 1/2], [0 0 1]. In
+ * float, the same operations at prepare and per call (bit for bit the same
+ * U either way); *s (if s) scales g first as fold_batchnorm folds it (in
+ * double, rounded once). */
+static void weight_tile(const float *g, const double *s, float *u, int64_t stride)
 {
-	double t[4][3];
+	float w[9], t[4][3];
+	for (int e = 0; e < 9; e++)
+		w[e] = s ? (float)((double)g[e] * *s) : g[e];
 	for (int j = 0; j < 3; j++) {
-		double g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+		float g0 = w[j], g1 = w[3 + j], g2 = w[6 + j];
 		t[0][j] = g0;
-		t[1][j] = 0.5 * (g0 + g1 + g2);
-		t[2][j] = 0.5 * (g0 - g1 + g2);
+		t[1][j] = 0.5f * (g0 + g1 + g2);
+		t[2][j] = 0.5f * (g0 - g1 + g2);
 		t[3][j] = g2;
 	}
 	for (int i = 0; i < 4; i++) {
-		double r[4] = {t[i][0], 0.5 * (t[i][0] + t[i][1] + t[i][2]), 0.5 * (t[i][0] - t[i][1] + t[i][2]),
-			       t[i][2]};
-		for (int j = 0; j < 4; j++)
-			u[(i * 4 + j) * stride] = (float)r[j];
+		u[(i * 4 + 0) * stride] = t[i][0];
+		u[(i * 4 + 1) * stride] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+		u[(i * 4 + 2) * stride] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+		u[(i * 4 + 3) * stride] = t[i][2];
 	}
 }
 
@@ -119,7 +131,7 @@ static air_status wino_prepare(const k_call *call, void **out)
 		return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory for the weight");
 	ww->C = C;
 	ww->O = O;
-	if (kconv_nhwc_repack_per_call(call, &c.g)) {
+	if (kconv_nhwc_repack_per_call(call, &c.g) && 16 * C * O * (int64_t)sizeof(float) >= WINO_REPACK_MIN_BYTES) {
 		const k_const_source *src = &call->in_source[1];
 		ww->src = src->base;
 		if (src->row_scale) {
@@ -141,7 +153,7 @@ static air_status wino_prepare(const k_call *call, void **out)
 	}
 	for (int64_t o = 0; o < O; o++)
 		for (int64_t ci = 0; ci < C; ci++)
-			weight_tile(w + (o * C + ci) * 9, u + ci * O + o, C * O);
+			weight_tile(w + (o * C + ci) * 9, NULL, u + ci * O + o, C * O);
 	air_status st = AIR_OK;
 	for (int k = 0; k < 16 && st == AIR_OK; k++)
 		st = kgemm_pack_b(C, O, u + (size_t)k * (size_t)(C * O), O, 1, &ww->u[k]);
@@ -154,42 +166,42 @@ static air_status wino_prepare(const k_call *call, void **out)
 	return AIR_OK;
 }
 
-/* Workspace of a weight transformed per call: the 16 packed U_k, then a
- * panel's [16][C][nr] transform per thread. */
-static size_t transform_bytes(const wino_w *w, int nthreads)
+/* Workspace of a weight transformed per call: the 16 packed U_k. */
+static size_t transform_bytes(const wino_w *w)
 {
-	if (!w || !w->src)
-		return 0;
-	return 16 * kgemm_packed_b_size(w->C, w->O) +
-	       (size_t)nthreads * k_align64(sizeof(float) * 16 * (size_t)(w->C * kgemm_tile_cols()));
+	return w && w->src ? 16 * kgemm_packed_b_size(w->C, w->O) : 0;
 }
 
 typedef struct transform_job {
 	const wino_w *w;
 	kgemm_packed_b *u[16];
-	char *tmp;
-	size_t tmp_bytes;
 } transform_job;
 
-/* Task t: output channels [t * nr, +nr), scaled as fold_batchnorm folds
- * them, transformed into the thread's [16][C][nr] and packed. */
+/* Task t: the panel of output channels [t * nr, +nr), transformed straight
+ * into the 16 U_k's panels (zero past O). */
 static void transform_task(void *ctx, int64_t t, int thread)
 {
 	const transform_job *j = ctx;
 	const wino_w *w = j->w;
 	const int64_t nr = kgemm_tile_cols(), o0 = t * nr, cols = k_min64(nr, w->O - o0);
-	float *tmp = (float *)(j->tmp + (size_t)thread * j->tmp_bytes);
-	for (int64_t q = 0; q < cols; q++) {
-		for (int64_t ci = 0; ci < w->C; ci++) {
-			const float *src = w->src + ((o0 + q) * w->C + ci) * 9;
-			float g[9];
-			for (int e = 0; e < 9; e++)
-				g[e] = w->scale ? (float)((double)src[e] * w->scale[o0 + q]) : src[e];
-			weight_tile(g, tmp + ci * nr + q, w->C * nr);
+	float *panel[16];
+	for (int k = 0; k < 16; k++)
+		panel[k] = kgemm_packed_b_panel(j->u[k], o0);
+	/* 16 input channels at a time: the 16 rows of w read (16 x 9 floats
+	 * each) and the 16 panels' lines written stay in L1 */
+	for (int64_t c0 = 0; c0 < w->C; c0 += 16) {
+		int64_t c1 = k_min64(w->C, c0 + 16);
+		for (int64_t q = 0; q < nr; q++) {
+			const double *s = w->scale && q < cols ? &w->scale[o0 + q] : NULL;
+			for (int64_t ci = c0; ci < c1; ci++) {
+				float u[16] = {0};
+				if (q < cols)
+					weight_tile(w->src + ((o0 + q) * w->C + ci) * 9, s, u, 1);
+				for (int k = 0; k < 16; k++)
+					panel[k][ci * nr + q] = u[k];
+			}
 		}
 	}
-	for (int k = 0; k < 16; k++)
-		kgemm_pack_b_block(j->u[k], 0, w->C, o0, o0 + cols, tmp + (size_t)k * (size_t)(w->C * nr), nr, 1, NULL);
 }
 
 /* The packed U_k for this call: prepared ones, or transformed into the
@@ -204,9 +216,7 @@ static kgemm_packed_b *const *weight_blocks(const k_call *call, const wino_w *w,
 		at += kgemm_packed_b_size(w->C, w->O);
 	}
 	j->w = w;
-	j->tmp = at;
-	j->tmp_bytes = k_align64(sizeof(float) * 16 * (size_t)(w->C * kgemm_tile_cols()));
-	*ws = at + (size_t)rt_pool_size(call->pool) * j->tmp_bytes;
+	*ws = at;
 	rt_pool_run(call->pool, k_cdiv(w->O, kgemm_tile_cols()), transform_task, j);
 	return j->u;
 }
@@ -252,7 +262,7 @@ static size_t wino_ws(const k_call *call, int nthreads)
 	if (kconv_nhwc_make(call, &c) != AIR_OK)
 		return 0;
 	nthreads = nthreads < 1 ? 1 : nthreads;
-	return transform_bytes(call->prepared, nthreads) + (size_t)nthreads * make_plan(&c.g, nthreads).slot_bytes;
+	return transform_bytes(call->prepared) + (size_t)nthreads * make_plan(&c.g, nthreads).slot_bytes;
 }
 
 typedef struct wino_job {

@@ -327,6 +327,11 @@ void kgemm_pack_b_block(kgemm_packed_b *p, int64_t p0, int64_t rows, int64_t j0,
 	kgemm_pack_b_panels(p->K, p->N, p0, p0 + rows, B, rs_b, cs_b, scale, p->nr, j0, j1, p->data);
 }
 
+float *kgemm_packed_b_panel(kgemm_packed_b *p, int64_t j)
+{
+	return p->data + (j / p->nr) * p->K * p->nr;
+}
+
 size_t kgemm_packed_b_bytes(const kgemm_packed_b *packed)
 {
 	return packed ? sizeof *packed + packed->bytes : 0;

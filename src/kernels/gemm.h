@@ -38,6 +38,11 @@ kgemm_packed_b *kgemm_packed_b_init(void *mem, int64_t K, int64_t N);
  * same). Calls on disjoint blocks may run on different threads at once. */
 void kgemm_pack_b_block(kgemm_packed_b *p, int64_t p0, int64_t rows, int64_t j0, int64_t j1, const float *B,
 			int64_t rs_b, int64_t cs_b, const double *scale);
+/* The panel holding columns [j, j + kgemm_tile_cols()) (j a multiple of
+ * it) of a packed B from kgemm_packed_b_init, for a caller that computes
+ * B's values straight into place: row p's tile_cols values at p *
+ * tile_cols, zero past N. */
+float *kgemm_packed_b_panel(kgemm_packed_b *p, int64_t j);
 
 /* Workspace bytes that kgemm_f32 / kgemm_f32_packed need for these sizes
  * with up to nthreads threads. Callers allocate it once (the session arena).

@@ -217,11 +217,11 @@ def test_big_convs_repack_the_modules_own_weights() -> None:
     equals bit for bit the one with packed copies (the option off). Weights
     changed in place between calls are seen."""
     torch.manual_seed(0)
-    model = _Basic(32).eval()
+    model = _Basic(256).eval()  # Winograd makes its 4 MiB of U per call from 256 x 256 channels
     for bn in (model.b1, model.b2):
         bn.running_mean.uniform_(-1, 1)
         bn.running_var.uniform_(0.5, 2)
-    x = torch.randn(4, 32, 16, 16)  # 1024 output pixels
+    x = torch.randn(2, 256, 16, 16)  # 512 output pixels
     conv_bytes = sum(m.weight.numel() * 4 for m in (model.c1, model.c2))
     held, outs = {}, {}
     for low in (True, False):
@@ -241,10 +241,10 @@ def test_big_convs_repack_the_modules_own_weights() -> None:
     torch._dynamo.reset()
     compiled = torch.compile(model, backend="torchair")
     with torch.no_grad():
-        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-3, atol=1e-3)
         model.c1.weight.mul_(-0.5)  # the parameter the kernel re-packs from
         model.b2.running_var.mul_(3.0)  # the scale it applies while packing
-        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-3, atol=1e-3)
 
 
 def test_profile_per_kernel() -> None:
