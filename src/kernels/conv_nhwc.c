@@ -87,6 +87,7 @@ static bool gemm_conv_ok(const k_call *call, kconv_nhwc *c)
 typedef struct packed_w {
 	int64_t G, nblk, nb, O;
 	const float *src;    /* re-packed per call from here, or NULL */
+	int64_t src_floats;  /* the weight's size */
 	double *scale;       /* per output channel (owned), or NULL */
 	kgemm_packed_b *b[]; /* packed once: [grp * nblk + block] */
 } packed_w;
@@ -110,12 +111,14 @@ static void packed_release(void *p)
 	free(pw);
 }
 
-/* Bytes of the model's own copy of the weight (for the report). */
-size_t kconv_nhwc_prepared_bytes(const void *prepared)
+size_t kconv_nhwc_prepared_bytes(const void *prepared, size_t *source_bytes)
 {
 	const packed_w *pw = prepared;
+	*source_bytes = 0;
 	if (!pw)
 		return 0;
+	if (pw->src && pw->scale)
+		*source_bytes = sizeof(float) * (size_t)pw->src_floats;
 	size_t bytes = sizeof *pw + (pw->scale ? sizeof(double) * (size_t)pw->O : 0);
 	if (!pw->src)
 		for (int64_t i = 0; i < pw->G * pw->nblk; i++)
@@ -147,6 +150,7 @@ static air_status pack_weight(const k_call *call, int64_t nb_want, void **out)
 	if (repack) {
 		const k_const_source *src = &call->in_source[1];
 		pw->src = src->base;
+		pw->src_floats = g->O * K;
 		if (src->row_scale) {
 			pw->scale = malloc(sizeof(double) * (size_t)g->O);
 			if (!pw->scale) {

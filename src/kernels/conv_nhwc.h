@@ -13,7 +13,7 @@ extern const k_kernel kfast_conv2d_nhwc_1x1;
 /* 3x3 stride 1, one group, a simple activation: Winograd F(2x2, 3x3)
  * (conv_winograd.c), for the shapes where it wins (see its supports). */
 extern const k_kernel kfast_conv2d_nhwc_winograd;
-size_t kconv_winograd_prepared_bytes(const void *prepared);
+size_t kconv_winograd_prepared_bytes(const void *prepared, size_t *source_bytes); /* the same */
 /* anything else: NHWC im2col in row blocks + GEMM with packed weights. */
 extern const k_kernel kfast_conv2d_nhwc_im2col;
 /* Whether a GEMM conv kernel re-packs its weight on every call instead of
@@ -21,8 +21,10 @@ extern const k_kernel kfast_conv2d_nhwc_im2col;
  * 512 output pixels); kconv_geom from the compile-time call. */
 bool kconv_nhwc_repack_per_call(const k_call *call, const kconv_geom *g);
 /* Bytes of the weight copy that the 1x1 or im2col kernel's prepare made
- * (next to nothing when it re-packs the weight on every call). */
-size_t kconv_nhwc_prepared_bytes(const void *prepared);
+ * (next to nothing when it re-packs the weight on every call); in
+ * *source_bytes, the bytes of caller memory it reads on every call instead
+ * that no graph node reads (a folded weight's source), else 0. */
+size_t kconv_nhwc_prepared_bytes(const void *prepared, size_t *source_bytes);
 extern const k_kernel kfast_max_pool2d_nhwc;
 extern const k_kernel kfast_avg_pool2d_nhwc;
 extern const k_kernel kfast_adaptive_avg_pool2d_nhwc;

@@ -69,9 +69,10 @@ static void wino_release(void *p)
 	free(w);
 }
 
-size_t kconv_winograd_prepared_bytes(const void *prepared)
+size_t kconv_winograd_prepared_bytes(const void *prepared, size_t *source_bytes)
 {
 	const wino_w *w = prepared;
+	*source_bytes = w && w->src && w->scale ? sizeof(float) * (size_t)(w->O * w->C * 9) : 0;
 	size_t bytes = w ? sizeof *w + (w->scale ? sizeof(double) * (size_t)w->O : 0) : 0;
 	for (int k = 0; w && k < 16; k++)
 		bytes += kgemm_packed_b_bytes(w->u[k]);

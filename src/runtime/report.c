@@ -166,17 +166,20 @@ int rt_fused_text(const ir_node *n, char *buf, size_t size)
  * packed GEMM operand; for other kernels that prepared something, estimated
  * as the bytes of the constant inputs it was prepared from (*estimated
  * counts those). k_kernel has no size hook: adding a field would touch
- * every kernel's positional initializer. */
-static size_t prepared_bytes(const air_model *m, const rt_step *st, int *estimated)
+ * every kernel's positional initializer. *source: caller memory the kernel
+ * reads on every call that no node reads (a conv re-packing its weight from
+ * the module's parameter, which fold_batchnorm replaced in the graph). */
+static size_t prepared_bytes(const air_model *m, const rt_step *st, int *estimated, size_t *source)
 {
+	*source = 0;
 	if (!st->prepared)
 		return 0;
 	if (st->kernel == &kfast_mm_packed || st->kernel == &kfast_addmm_packed || st->kernel == &kfast_linear_packed)
 		return kgemm_packed_b_bytes(st->prepared);
 	if (st->kernel == &kfast_conv2d_nhwc_1x1 || st->kernel == &kfast_conv2d_nhwc_im2col)
-		return kconv_nhwc_prepared_bytes(st->prepared);
+		return kconv_nhwc_prepared_bytes(st->prepared, source);
 	if (st->kernel == &kfast_conv2d_nhwc_winograd)
-		return kconv_winograd_prepared_bytes(st->prepared);
+		return kconv_winograd_prepared_bytes(st->prepared, source);
 	const ir_node *n = &m->g->nodes[st->node];
 	size_t bytes = 0;
 	for (int i = 0; i < n->n_in; i++) {
@@ -195,8 +198,9 @@ static void weight_bytes(const air_model *m, size_t *owned, size_t *prepared, si
 	*owned = *prepared = *borrowed = 0;
 	*estimated = 0;
 	/* owned bytes count used or not (the model holds them); borrowed
-	 * ones only while a node still reads them (a pass may have replaced
-	 * them, e.g. by their batch-norm-folded form) */
+	 * ones only while a node or a kernel still reads them (a pass may
+	 * have replaced them, e.g. by their batch-norm-folded form, which a
+	 * kernel may re-pack from them on every call) */
 	int *uses = ir_count_uses(m->g);
 	for (int c = 0; c < m->g->n_consts; c++) {
 		const ir_constant *k = &m->g->consts[c];
@@ -208,8 +212,11 @@ static void weight_bytes(const air_model *m, size_t *owned, size_t *prepared, si
 			*borrowed += k->nbytes;
 	}
 	free(uses);
-	for (int k = 0; k < m->n_steps; k++)
-		*prepared += prepared_bytes(m, &m->steps[k], estimated);
+	for (int k = 0; k < m->n_steps; k++) {
+		size_t source;
+		*prepared += prepared_bytes(m, &m->steps[k], estimated, &source);
+		*borrowed += source;
+	}
 }
 
 void rt_weight_bytes(const air_model *m, size_t *weights, size_t *borrowed)
