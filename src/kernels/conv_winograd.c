@@ -188,8 +188,10 @@ static void transform_task(void *ctx, int64_t t, int thread)
 	float *panel[16];
 	for (int k = 0; k < 16; k++)
 		panel[k] = kgemm_packed_b_panel(j->u[k], o0);
-	/* 16 input channels at a time: the 16 rows of w read (16 x 9 floats
-	 * each) and the 16 panels' lines written stay in L1 */
+	/* 16 input channels at a time, so the 16 rows of w being read and the
+	 * 16 panels' lines being written stay few (measured: no faster than
+	 * channel by channel; the scalar math, about 25 ns per (o, c) pair,
+	 * is the cost) */
 	for (int64_t c0 = 0; c0 < w->C; c0 += 16) {
 		int64_t c1 = k_min64(w->C, c0 + 16);
 		for (int64_t q = 0; q < nr; q++) {
