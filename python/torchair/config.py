@@ -20,7 +20,10 @@ class _Option:
 _OPTIONS: dict[str, _Option] = {
     "enable_operator_fusion": _Option(True, (bool,), "fusion passes; False keeps one kernel per op"),
     "enable_memory_optimization": _Option(
-        True, (bool,), "static memory plan with buffer reuse; False gives each value its own buffer"
+        True,
+        (bool,),
+        "static memory plan with buffer reuse, big convolutions re-packing their weights per call; "
+        "False gives each value its own buffer and packs every weight once",
     ),
     "fusion_threshold": _Option(None, (int, type(None)), "largest number of ops in one fused group"),
     "max_static_subgraph_ops": _Option(
