@@ -209,6 +209,29 @@ static air_status bind_symbols(air_session *s)
 
 /* Resolves every shape and attribute for the bound input sizes and lays out
  * the arena (offsets, workspace) without allocating it. */
+/* Step k's call as the session's values stand: its tensors (inputs, then
+ * outputs) filled in from s->vals, and the given workspace. */
+static k_call step_call(air_session *s, int k, void *workspace)
+{
+	const air_model *m = s->m;
+	const rt_step *step = &m->steps[k];
+	const ir_node *n = &m->g->nodes[step->node];
+	k_tensor *t = &s->tensors[s->tensor_base[k]];
+	for (int i = 0; i < n->n_in; i++)
+		t[i] = s->vals[n->in[i]];
+	for (int o = 0; o < n->n_out; o++)
+		t[n->n_in + o] = s->vals[n->out[o]];
+	return (k_call){.attrs = &s->attrs[(size_t)step->node * IR_MAX_ATTRS],
+			.in = t,
+			.n_in = n->n_in,
+			.out = t + n->n_in,
+			.n_out = n->n_out,
+			.pool = m->pool,
+			.workspace = workspace,
+			.prepared = step->prepared,
+			.in_const = &s->in_const[s->tensor_base[k]]};
+}
+
 static air_status plan(air_session *s)
 {
 	const air_model *m = s->m;
@@ -273,20 +296,7 @@ static air_status plan(air_session *s)
 		const rt_step *step = &m->steps[k];
 		if (!step->kernel->workspace || step->alias)
 			continue;
-		const ir_node *n = &g->nodes[step->node];
-		k_tensor *tin = &s->tensors[s->tensor_base[k]];
-		for (int i = 0; i < n->n_in; i++)
-			tin[i] = s->vals[n->in[i]];
-		for (int o = 0; o < n->n_out; o++)
-			tin[n->n_in + o] = s->vals[n->out[o]];
-		k_call call = {.attrs = &s->attrs[(size_t)step->node * IR_MAX_ATTRS],
-			       .in = tin,
-			       .n_in = n->n_in,
-			       .out = tin + n->n_in,
-			       .n_out = n->n_out,
-			       .pool = m->pool,
-			       .prepared = step->prepared,
-			       .in_const = &s->in_const[s->tensor_base[k]]};
+		k_call call = step_call(s, k, NULL);
 		size_t w = step->kernel->workspace(&call, nthreads);
 		if (w > ws)
 			ws = w;
@@ -427,20 +437,7 @@ air_status air_session_run(air_session *s)
 			s->vals[n->out[0]].data = s->vals[n->in[0]].data;
 			continue;
 		}
-		k_tensor *t = &s->tensors[s->tensor_base[k]];
-		for (int i = 0; i < n->n_in; i++)
-			t[i] = s->vals[n->in[i]];
-		for (int o = 0; o < n->n_out; o++)
-			t[n->n_in + o] = s->vals[n->out[o]];
-		k_call call = {.attrs = &s->attrs[(size_t)step->node * IR_MAX_ATTRS],
-			       .in = t,
-			       .n_in = n->n_in,
-			       .out = t + n->n_in,
-			       .n_out = n->n_out,
-			       .pool = m->pool,
-			       .workspace = (char *)s->arena + s->ws_offset,
-			       .prepared = step->prepared,
-			       .in_const = &s->in_const[s->tensor_base[k]]};
+		k_call call = step_call(s, k, (char *)s->arena + s->ws_offset);
 		uint64_t t0 = now_ns();
 		air_status st = step->kernel->run(&call);
 		s->step_ns[k] += now_ns() - t0;
