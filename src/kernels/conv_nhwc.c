@@ -54,11 +54,24 @@ static int is_transcendental(k_act act)
 	return kgemm_act_is_transcendental(act);
 }
 
-/* The inputs of a conv2d_nhwc call after the weight. */
-static void conv_operands(const k_call *call, const kconv_nhwc *c, const float **bias, const float **res)
+void kconv_nhwc_operands(const k_call *call, const kconv_nhwc *c, const float **bias, const float **res)
 {
 	*bias = c->g.has_bias ? call->in[2].data : NULL;
 	*res = c->has_residual ? call->in[call->n_in - 1].data : NULL;
+}
+
+air_status kconv_nhwc_weight_source(const k_call *call, int64_t O, const float **src, double **scale)
+{
+	const k_const_source *cs = &call->in_source[1];
+	*src = cs->base;
+	*scale = NULL;
+	if (!cs->row_scale)
+		return AIR_OK;
+	*scale = malloc(sizeof(double) * (size_t)O);
+	if (!*scale)
+		return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory for the weight's scale");
+	memcpy(*scale, cs->row_scale, sizeof(double) * (size_t)O);
+	return AIR_OK;
 }
 
 /* Shared by both GEMM kernels: f32, a constant weight of known size with
@@ -148,16 +161,11 @@ static air_status pack_weight(const k_call *call, int64_t nb_want, void **out)
 	pw->nb = nb;
 	pw->O = g->O;
 	if (repack) {
-		const k_const_source *src = &call->in_source[1];
-		pw->src = src->base;
 		pw->src_floats = g->O * K;
-		if (src->row_scale) {
-			pw->scale = malloc(sizeof(double) * (size_t)g->O);
-			if (!pw->scale) {
-				free(pw);
-				return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory for the weight's scale");
-			}
-			memcpy(pw->scale, src->row_scale, sizeof(double) * (size_t)g->O);
+		air_status st = kconv_nhwc_weight_source(call, g->O, &pw->src, &pw->scale);
+		if (st != AIR_OK) {
+			free(pw);
+			return st;
 		}
 		*out = pw;
 		return AIR_OK;
@@ -286,7 +294,7 @@ static air_status pw_run(const k_call *call)
 	char *ws = call->workspace;
 	kgemm_packed_b *const *b = weight_blocks(call, g, &ws);
 	k_epilogue ep = k_epilogue_none();
-	conv_operands(call, &c, &ep.bias_n, &ep.residual);
+	kconv_nhwc_operands(call, &c, &ep.bias_n, &ep.residual);
 	ep.ld_residual = g->O;
 	ep.act = c.act;
 	kgemm_f32_packed(g->N * g->H * g->W, g->O, g->C, call->in[0].data, g->C, 1, b[0], call->out[0].data, g->O,
@@ -451,7 +459,7 @@ static air_status i2c_run(const k_call *call)
 	j.b = weight_blocks(call, g, &j.ws);
 	j.nblk = pw->nblk;
 	j.nb = pw->nb;
-	conv_operands(call, &j.c, &j.bias, &j.res);
+	kconv_nhwc_operands(call, &j.c, &j.bias, &j.res);
 	j.x = call->in[0].data;
 	j.y = call->out[0].data;
 	rt_pool_run(call->pool, g->G * j.p.nrc * j.p.ncg, i2c_task, &j);
@@ -521,7 +529,7 @@ static air_status dw_run(const k_call *call)
 	j.f = pick_rows();
 	j.x = call->in[0].data;
 	j.wt = call->prepared;
-	conv_operands(call, &j.c, &j.bias, &j.res);
+	kconv_nhwc_operands(call, &j.c, &j.bias, &j.res);
 	j.y = call->out[0].data;
 	int64_t row = g->OW * g->C * g->KH * g->KW;
 	j.rows_per_task = row > 0 ? k_cdiv(K_GRAIN, row) : 1;

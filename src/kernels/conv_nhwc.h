@@ -5,6 +5,7 @@
 
 #include "kernels/kernel.h"
 #include "kernels/ref/conv.h"
+#include "kernels/ref/conv_nhwc.h"
 
 /* groups == C == O: a direct loop vectorized over channels. */
 extern const k_kernel kfast_conv2d_nhwc_depthwise;
@@ -20,6 +21,11 @@ extern const k_kernel kfast_conv2d_nhwc_im2col;
  * holding a packed copy (conv_nhwc.c: low memory, a weight source, at least
  * 512 output pixels); kconv_geom from the compile-time call. */
 bool kconv_nhwc_repack_per_call(const k_call *call, const kconv_geom *g);
+/* Such a kernel's weight source (call->in_source[1]) at prepare: *src the
+ * caller's weight, *scale a malloc'ed copy of its O row scales or NULL. */
+air_status kconv_nhwc_weight_source(const k_call *call, int64_t O, const float **src, double **scale);
+/* The inputs of a conv2d_nhwc call after the weight: bias and residual (or NULL). */
+void kconv_nhwc_operands(const k_call *call, const kconv_nhwc *c, const float **bias, const float **res);
 /* Bytes of the weight copy that the 1x1 or im2col kernel's prepare made
  * (next to nothing when it re-packs the weight on every call); in
  * *source_bytes, the bytes of caller memory it reads on every call instead

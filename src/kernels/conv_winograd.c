@@ -133,15 +133,10 @@ static air_status wino_prepare(const k_call *call, void **out)
 	ww->C = C;
 	ww->O = O;
 	if (kconv_nhwc_repack_per_call(call, &c.g) && 16 * C * O * (int64_t)sizeof(float) >= WINO_REPACK_MIN_BYTES) {
-		const k_const_source *src = &call->in_source[1];
-		ww->src = src->base;
-		if (src->row_scale) {
-			ww->scale = malloc(sizeof(double) * (size_t)O);
-			if (!ww->scale) {
-				free(ww);
-				return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory for the weight's scale");
-			}
-			memcpy(ww->scale, src->row_scale, sizeof(double) * (size_t)O);
+		air_status st = kconv_nhwc_weight_source(call, O, &ww->src, &ww->scale);
+		if (st != AIR_OK) {
+			free(ww);
+			return st;
 		}
 		*out = ww;
 		return AIR_OK;
@@ -362,8 +357,7 @@ static air_status wino_run(const k_call *call)
 		return AIR_OK;
 	j.p = make_plan(g, rt_pool_size(call->pool));
 	j.x = call->in[0].data;
-	j.bias = g->has_bias ? call->in[2].data : NULL;
-	j.res = j.c.has_residual ? call->in[call->n_in - 1].data : NULL;
+	kconv_nhwc_operands(call, &j.c, &j.bias, &j.res);
 	j.y = call->out[0].data;
 	j.ws = call->workspace;
 	transform_job tj;
