@@ -105,6 +105,30 @@ def _stale(a: torch.Tensor, b: torch.Tensor) -> bool:
     return not torch.allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
+def _in_threads(n: int, fn, timeout: float) -> None:
+    """Runs fn(i) for i < n in n threads started together (a barrier), under
+    no_grad; fails with the first thread's exception, or if one is still
+    running after timeout seconds."""
+    start = threading.Barrier(n)
+    errors = []
+
+    def run(i):
+        try:
+            start.wait()
+            with torch.no_grad():
+                fn(i)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    assert not any(t.is_alive() for t in threads), "a thread did not finish"
+    assert not errors, errors
+
+
 def _inference_report(reports):
     inf = [r for r in reports if r.graph == "inference"]
     assert len(inf) == 1, [str(r) for r in reports]
@@ -223,23 +247,12 @@ def test_threads_that_find_a_change_rebuild_once(monkeypatch):
         rebuild(self, tensor_set, args)
 
     monkeypatch.setattr(torchair.frozen.FrozenGraph, "_rebuild", slow_rebuild)
-    start = threading.Barrier(4)
-    outs, errors = [None] * 4, []
+    outs = [None] * 4
 
     def call(i):
-        try:
-            start.wait()
-            with torch.no_grad():
-                outs[i] = compiled(x)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        outs[i] = compiled(x)
 
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
+    _in_threads(4, call, 60)
     for out in outs:
         _close(out, want)
     assert _inference_report(reports).rebuilds == 1
@@ -297,24 +310,13 @@ def test_instances_called_from_threads_keep_their_weights():
     with torch.no_grad():
         want = [m(x) for m in models]
         compiled[0](x)  # compile the graph once, before the threads
-    start = threading.Barrier(2)
-    bad, errors = [0, 0], []
+    bad = [0, 0]
 
     def call(i):
-        try:
-            start.wait()
-            with torch.no_grad():
-                for _ in range(50):
-                    bad[i] += _stale(compiled[i](x), want[i])
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(50):
+            bad[i] += _stale(compiled[i](x), want[i])
 
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    _in_threads(2, call, 120)
     assert bad == [0, 0]
 
 
