@@ -195,7 +195,13 @@ class Lowerer:
         return self.node("cast", [v], {"dtype": code})
 
     def node(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None) -> Any:
-        outs = self.g.node(op, list(inputs), attrs or {})
+        attrs = attrs or {}
+        for key, v in attrs.items():
+            # dynamo turns ints that change between compiles (a stride, a
+            # padding) into SymInts; libair attributes are fixed at compile time.
+            if any(isinstance(e, Node) for e in (v if isinstance(v, (list, tuple)) else (v,))):
+                raise Unsupported(f"{op} with a symbolic {key}")
+        outs = self.g.node(op, list(inputs), attrs)
         return outs[0] if len(outs) == 1 else outs
 
 
@@ -697,6 +703,8 @@ def _convolution(L: Lowerer, n: Node) -> Value:
     x, w, b, stride, padding, dilation, transposed, output_padding, groups = n.args
     if transposed:
         raise Unsupported("transposed convolution")
+    if isinstance(groups, Node):
+        raise Unsupported("convolution with symbolic groups")
     if meta(x).dim() != 4:
         raise Unsupported(f"{meta(x).dim() - 2}-d convolution (only 2-d)")
     inputs = [L.value(x), L.value(w)]
@@ -726,6 +734,8 @@ def _batch_norm(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
 
 
 def _pair(v: Any, default: int) -> list[int]:
+    if isinstance(v, Node) or (isinstance(v, (list, tuple)) and any(isinstance(e, Node) for e in v)):
+        raise Unsupported("a symbolic kernel size, stride, padding or dilation")
     if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
         return [default, default]
     if isinstance(v, int):

@@ -418,3 +418,31 @@ def test_model_still_works_after_errors():
             m.run(bad)
     x = torch.randn(2, 3)
     assert torch.equal(m.run([x])[0], torch.relu(x))
+
+
+
+def _strided_conv(stride: int, padding: int) -> torch.nn.Module:
+    # closure ints, as in a model built by a factory function
+    class Conv(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(4, 3, 3, 3))
+
+        def forward(self, x):
+            return F.conv2d(x, self.weight, None, stride, padding).relu()
+
+    return Conv()
+
+
+def test_conv_stride_that_changes_between_compiles(c_calls):
+    # dynamo compiles forward's code object once; closure ints that differ
+    # on a later build come back as SymInt strides and paddings. torchair
+    # must hand that conv to eager, not fail the compile.
+    x = torch.randn(1, 3, 16, 16)
+    for stride, padding in ((1, 1), (2, 0), (3, 2)):
+        m = _strided_conv(stride, padding)
+        with torch.no_grad():
+            got = torch.compile(m, backend="torchair")(x)
+            want = m(x)
+        _same(got, want)
+    assert c_calls[0] >= 1  # the first, static compile ran in torchair
