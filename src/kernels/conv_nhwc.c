@@ -112,7 +112,7 @@ typedef struct packed_w {
  * L3, took 6-14% longer; inside the model no difference was measurable. */
 enum { REPACK_MIN_ROWS = 512 };
 
-static void packed_release(void *p)
+void kconv_nhwc_packed_release(void *p)
 {
 	packed_w *pw = p;
 	if (!pw)
@@ -145,7 +145,7 @@ bool kconv_nhwc_repack_per_call(const k_call *call, const kconv_geom *g)
 	       g->OW >= 0 && g->N * g->OH * g->OW >= REPACK_MIN_ROWS;
 }
 
-static air_status pack_weight(const k_call *call, int64_t nb_want, void **out)
+air_status kconv_nhwc_pack_weight(const k_call *call, int64_t nb_want, void **out)
 {
 	kconv_nhwc c;
 	AIR_TRY(kconv_nhwc_make(call, &c));
@@ -187,7 +187,7 @@ static air_status pack_weight(const k_call *call, int64_t nb_want, void **out)
 	}
 	free(tmp);
 	if (st != AIR_OK) {
-		packed_release(pw);
+		kconv_nhwc_packed_release(pw);
 		return st;
 	}
 	*out = pw;
@@ -195,8 +195,9 @@ static air_status pack_weight(const k_call *call, int64_t nb_want, void **out)
 }
 
 /* Workspace of a re-packed weight: the block pointers, then the blocks. */
-static size_t repack_bytes(const packed_w *pw, const kconv_geom *g)
+size_t kconv_nhwc_repack_bytes(const void *prepared, const kconv_geom *g)
 {
+	const packed_w *pw = prepared;
 	if (!pw || !pw->src)
 		return 0;
 	const int64_t K = g->KH * g->KW * g->Cg;
@@ -233,7 +234,7 @@ static void repack_task(void *ctx, int64_t t, int thread)
 
 /* The B operands for this call: the prepacked ones, or the weight
  * re-packed into the front of the workspace (*ws moves past it). */
-static kgemm_packed_b *const *weight_blocks(const k_call *call, const kconv_geom *g, char **ws)
+kgemm_packed_b *const *kconv_nhwc_weight_blocks(const k_call *call, const kconv_geom *g, char **ws)
 {
 	const packed_w *pw = call->prepared;
 	if (!pw->src)
@@ -258,7 +259,7 @@ static kgemm_packed_b *const *weight_blocks(const k_call *call, const kconv_geom
 /* the 1x1 kernel runs one GEMM over every column */
 static air_status packed_prepare_whole(const k_call *call, void **out)
 {
-	return pack_weight(call, INT64_MAX, out);
+	return kconv_nhwc_pack_weight(call, INT64_MAX, out);
 }
 
 /* ---- 1x1, stride 1, unpadded: one GEMM on x ------------------------------ */
@@ -280,7 +281,7 @@ static size_t pw_ws(const k_call *call, int nthreads)
 	if (kconv_nhwc_make(call, &c) != AIR_OK)
 		return 0;
 	const kconv_geom *g = &c.g;
-	return repack_bytes(call->prepared, g) +
+	return kconv_nhwc_repack_bytes(call->prepared, g) +
 	       kgemm_packed_workspace_bytes(g->N * g->H * g->W, g->O, g->C, nthreads);
 }
 
@@ -292,7 +293,7 @@ static air_status pw_run(const k_call *call)
 	if (call->out[0].numel == 0)
 		return AIR_OK;
 	char *ws = call->workspace;
-	kgemm_packed_b *const *b = weight_blocks(call, g, &ws);
+	kgemm_packed_b *const *b = kconv_nhwc_weight_blocks(call, g, &ws);
 	k_epilogue ep = k_epilogue_none();
 	kconv_nhwc_operands(call, &c, &ep.bias_n, &ep.residual);
 	ep.ld_residual = g->O;
@@ -302,7 +303,7 @@ static air_status pw_run(const k_call *call)
 	return AIR_OK;
 }
 
-const k_kernel kfast_conv2d_nhwc_1x1 = {"conv2d_nhwc_gemm_1x1", 0, pw_supports, packed_prepare_whole, packed_release,
+const k_kernel kfast_conv2d_nhwc_1x1 = {"conv2d_nhwc_gemm_1x1", 0, pw_supports, packed_prepare_whole, kconv_nhwc_packed_release,
 					pw_ws, pw_run};
 
 /* ---- im2col in row blocks + GEMM ------------------------------------------ */
@@ -434,7 +435,7 @@ static bool i2c_supports(const k_call *call)
 
 static air_status packed_prepare_blocks(const k_call *call, void **out)
 {
-	return pack_weight(call, BLOCK_COLS, out);
+	return kconv_nhwc_pack_weight(call, BLOCK_COLS, out);
 }
 
 static size_t i2c_ws(const k_call *call, int nthreads)
@@ -443,7 +444,7 @@ static size_t i2c_ws(const k_call *call, int nthreads)
 	if (kconv_nhwc_make(call, &c) != AIR_OK)
 		return 0;
 	nthreads = nthreads < 1 ? 1 : nthreads;
-	return repack_bytes(call->prepared, &c.g) + (size_t)nthreads * make_plan(&c.g, nthreads).slot_bytes;
+	return kconv_nhwc_repack_bytes(call->prepared, &c.g) + (size_t)nthreads * make_plan(&c.g, nthreads).slot_bytes;
 }
 
 static air_status i2c_run(const k_call *call)
@@ -456,7 +457,7 @@ static air_status i2c_run(const k_call *call)
 	j.p = make_plan(g, rt_pool_size(call->pool));
 	const packed_w *pw = call->prepared;
 	j.ws = call->workspace;
-	j.b = weight_blocks(call, g, &j.ws);
+	j.b = kconv_nhwc_weight_blocks(call, g, &j.ws);
 	j.nblk = pw->nblk;
 	j.nb = pw->nb;
 	kconv_nhwc_operands(call, &j.c, &j.bias, &j.res);
@@ -467,7 +468,7 @@ static air_status i2c_run(const k_call *call)
 }
 
 const k_kernel kfast_conv2d_nhwc_im2col = {"conv2d_nhwc_im2col_gemm", 0, i2c_supports, packed_prepare_blocks,
-					   packed_release, i2c_ws, i2c_run};
+					   kconv_nhwc_packed_release, i2c_ws, i2c_run};
 
 /* ---- depthwise -------------------------------------------------------------- */
 

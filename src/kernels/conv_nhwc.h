@@ -3,6 +3,7 @@
 #ifndef AIR_KERNELS_CONV_NHWC_H
 #define AIR_KERNELS_CONV_NHWC_H
 
+#include "kernels/gemm.h"
 #include "kernels/kernel.h"
 #include "kernels/ref/conv.h"
 #include "kernels/ref/conv_nhwc.h"
@@ -15,6 +16,9 @@ extern const k_kernel kfast_conv2d_nhwc_1x1;
  * (conv_winograd.c), for the shapes where it wins (see its supports). */
 extern const k_kernel kfast_conv2d_nhwc_winograd;
 size_t kconv_winograd_prepared_bytes(const void *prepared, size_t *source_bytes); /* the same */
+/* a narrow input (the stem's 3 channels): the GEMM reads the rows of each
+ * tap row straight from a padded copy of the input (conv_nhwc_implicit.c). */
+extern const k_kernel kfast_conv2d_nhwc_implicit;
 /* anything else: NHWC im2col in row blocks + GEMM with packed weights. */
 extern const k_kernel kfast_conv2d_nhwc_im2col;
 /* Whether a GEMM conv kernel re-packs its weight on every call instead of
@@ -26,6 +30,15 @@ bool kconv_nhwc_repack_per_call(const k_call *call, const kconv_geom *g);
 air_status kconv_nhwc_weight_source(const k_call *call, int64_t O, const float **src, double **scale);
 /* The inputs of a conv2d_nhwc call after the weight: bias and residual (or NULL). */
 void kconv_nhwc_operands(const k_call *call, const kconv_nhwc *c, const float **bias, const float **res);
+/* The weight as packed GEMM B blocks of up to nb_want output channels,
+ * shared by the GEMM conv kernels: packed at prepare, or (low memory, see
+ * kconv_nhwc_repack_per_call) re-packed per call into the front of the
+ * workspace: kconv_nhwc_repack_bytes there, which kconv_nhwc_weight_blocks
+ * fills and steps *ws past. Blocks are indexed [group * nblk + block]. */
+air_status kconv_nhwc_pack_weight(const k_call *call, int64_t nb_want, void **out);
+void kconv_nhwc_packed_release(void *prepared);
+size_t kconv_nhwc_repack_bytes(const void *prepared, const kconv_geom *g);
+kgemm_packed_b *const *kconv_nhwc_weight_blocks(const k_call *call, const kconv_geom *g, char **ws);
 /* Bytes of the weight copy that the 1x1 or im2col kernel's prepare made
  * (next to nothing when it re-packs the weight on every call); in
  * *source_bytes, the bytes of caller memory it reads on every call instead

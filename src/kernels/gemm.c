@@ -112,6 +112,11 @@ static const kgemm_ukernel_desc *kgemm_ukernel(void)
 	return kgemm_selected;
 }
 
+const kgemm_ukernel_desc *kgemm_active_ukernel(void)
+{
+	return kgemm_ukernel();
+}
+
 const char *kgemm_kernel_name(void)
 {
 	return kgemm_ukernel()->name;

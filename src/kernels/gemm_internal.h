@@ -66,6 +66,10 @@ typedef struct kgemm_ukernel_desc {
 	int dot_mr, dot_nr;
 } kgemm_ukernel_desc;
 
+/* The micro-kernel chosen for this CPU (what kgemm_f32 uses), for kernels
+ * that drive it themselves (conv_nhwc_implicit.c). */
+const kgemm_ukernel_desc *kgemm_active_ukernel(void);
+
 /* True for the activations computed by vmath (exp, erf, tanh inside): the
  * kernels apply them in a second pass over the tile they just stored, while
  * it is in L1. The others are a min/max or two, applied before the store. */

@@ -18,7 +18,8 @@ static const k_kernel *const linear[] = {&kfast_linear_packed, &kfast_linear, NU
 static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
 static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, NULL};
 static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
-						&kfast_conv2d_nhwc_winograd, &kfast_conv2d_nhwc_im2col, NULL};
+						&kfast_conv2d_nhwc_winograd, &kfast_conv2d_nhwc_implicit,
+						&kfast_conv2d_nhwc_im2col, NULL};
 static const k_kernel *const permute[] = {&kfast_permute_nchw_nhwc, NULL};
 static const k_kernel *const max_pool2d_nhwc[] = {&kfast_max_pool2d_nhwc, NULL};
 static const k_kernel *const avg_pool2d_nhwc[] = {&kfast_avg_pool2d_nhwc, NULL};
@@ -65,5 +66,6 @@ bool kreg_prepared_replaces_input(const k_kernel *k, int input)
 	if (input != 1)
 		return false;
 	return k == &kfast_linear_packed || k == &kfast_conv2d_nhwc_1x1 || k == &kfast_conv2d_nhwc_im2col ||
+	       k == &kfast_conv2d_nhwc_implicit ||
 	       k == &kfast_conv2d_nhwc_winograd || k == &kfast_conv2d_nhwc_depthwise;
 }

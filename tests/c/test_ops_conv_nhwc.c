@@ -82,7 +82,14 @@ typedef struct conv_case {
 } conv_case;
 
 static const char *I2C = "conv2d_nhwc_im2col_gemm", *PW = "conv2d_nhwc_gemm_1x1", *DW = "conv2d_nhwc_depthwise";
-static const char *WINO = "conv2d_nhwc_winograd_f2x3";
+static const char *WINO = "conv2d_nhwc_winograd_f2x3", *IMP = "conv2d_nhwc_implicit_gemm";
+
+/* Narrow inputs (up to 8 channels, one group, no column dilation, a kernel
+ * wider than 1x1) go to the implicit GEMM (conv_nhwc_implicit.c). */
+static const char *narrow_or(const conv_case *k, const char *other)
+{
+	return k->C <= 8 && k->G == 1 && k->dw == 1 && (k->KH > 1 || k->KW > 1) ? IMP : other;
+}
 
 /* The 3x3 stride-1 convs that go to Winograd: one group, a simple
  * activation, at least 32 tiles of 2x2 output pixels (conv_winograd.c). */
@@ -163,9 +170,10 @@ static void test_conv(void)
 		for (int si = 0; si < 3; si++)
 			for (int st = 1; st <= 2; st++) {
 				conv_case k = {1, chans[ci], sizes[si], sizes[(si + 1) % 3], chans[(ci + 1) % 4],
-					       3, 3, st, st, 1, 1, 1, 1, 1, 1, 0, 0, I2C};
+					       3, 3, st, st, 1, 1, 1, 1, 1, 1, 0, 0, NULL};
+				k.kernel = narrow_or(&k, I2C);
 				if (st == 1)
-					k.kernel = wino_or(&k, 0, I2C);
+					k.kernel = wino_or(&k, 0, k.kernel);
 				check_conv(&k);
 			}
 	/* Winograd: each act (the transcendental ones go to im2col), residual,
@@ -184,6 +192,29 @@ static void test_conv(void)
 	/* too few tiles (7x7 output at batch 1: 16): im2col */
 	conv_case few = {1, 33, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, I2C};
 	check_conv(&few);
+	/* the implicit GEMM: the stem at two sizes and batches, each act
+	 * (transcendental ones too), residual; 1 to 8 channels; a kernel row
+	 * or column of one tap; dilated rows; asymmetric stride and padding;
+	 * outputs narrower than a micro-tile; padding wider than the image */
+	for (int act = 0; act <= 8; act++) {
+		conv_case k = {act % 2 ? 2 : 1, 3, act < 4 ? 29 : 16, act < 4 ? 31 : 16, 64 + act, 7, 7, 2, 2, 3, 3,
+			       1, 1, 1, act % 3 != 0, act, act % 2, IMP};
+		check_conv(&k);
+	}
+	static const conv_case narrow[] = {
+		{1, 1, 9, 11, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, NULL},
+		{2, 8, 13, 9, 33, 5, 5, 1, 2, 2, 1, 1, 1, 1, 0, 2, 1, NULL},
+		{1, 4, 12, 12, 17, 1, 3, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, NULL},
+		{1, 4, 12, 12, 17, 3, 1, 2, 1, 1, 0, 1, 1, 1, 1, 8, 1, NULL},
+		{3, 5, 15, 14, 16, 3, 3, 1, 3, 2, 2, 2, 1, 1, 1, 1, 1, NULL},
+		{1, 3, 3, 2, 40, 7, 7, 2, 2, 3, 3, 1, 1, 1, 1, 1, 0, NULL},
+		{1, 3, 40, 1, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, NULL},
+	};
+	for (size_t i = 0; i < sizeof narrow / sizeof narrow[0]; i++) {
+		conv_case k = narrow[i];
+		k.kernel = IMP;
+		check_conv(&k);
+	}
 	/* 1x1 direct: channels, batch 3, each act, with and without residual */
 	for (int ci = 0; ci < 4; ci++)
 		for (int act = 0; act <= 8; act++) {
@@ -218,7 +249,7 @@ static void test_conv(void)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		conv_case k = cases[i];
 		if (!k.kernel)
-			k.kernel = I2C;
+			k.kernel = narrow_or(&k, I2C);
 		else if (strcmp(k.kernel, "depthwise") == 0)
 			k.kernel = DW;
 		check_conv(&k);
