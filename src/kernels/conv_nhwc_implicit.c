@@ -116,10 +116,18 @@ static void imp_task(void *ctx, int64_t t, int thread)
 			for (int64_t ow = 0; ow < g->OW; ow += uk->mr) {
 				const int m = (int)k_min64(uk->mr, g->OW - ow);
 				te.res = rrow ? rrow + ow * O + o : NULL;
+				const float *a = arow + ow * lda;
+				float *c = yrow + ow * O + o;
+				const int n = (int)k_min64(uk->nr, O - o);
+				if (uk->seg) {
+					te.flags = KGEMM_TILE_FIRST | KGEMM_TILE_LAST;
+					uk->seg(seg, g->KH, g->dh * p->Wp * C, a, lda, bp, c, O, m, n, &te);
+					continue;
+				}
 				for (int64_t ki = 0; ki < g->KH; ki++) {
 					te.flags = (ki == 0 ? KGEMM_TILE_FIRST : 0) | (ki == g->KH - 1 ? KGEMM_TILE_LAST : 0);
-					uk->fn(seg, arow + ki * g->dh * p->Wp * C + ow * lda, lda, 1, bp + ki * seg * uk->nr,
-					       yrow + ow * O + o, O, m, (int)k_min64(uk->nr, O - o), &te);
+					uk->fn(seg, a + ki * g->dh * p->Wp * C, lda, 1, bp + ki * seg * uk->nr, c, O, m, n,
+					       &te);
 				}
 			}
 		}

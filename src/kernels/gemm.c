@@ -84,7 +84,7 @@ static const kgemm_ukernel_desc kgemm_ukernels[] = {
 	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_12x32_strided__avx512,
 	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4},
 	{.name = "avx2_6x16", .isa = KCPU_AVX2, .mr = 6, .nr = 16, .fn = kgemm_ukernel_6x16__avx2,
-	 .kc = KGEMM_KC_AVX2, .mc = KGEMM_MC, .nc = KGEMM_NC},
+	 .kc = KGEMM_KC_AVX2, .mc = KGEMM_MC, .nc = KGEMM_NC, .seg = kgemm_ukernel_6x16_seg__avx2},
 #endif
 	{.name = "scalar_4x16", .isa = 0, .mr = 4, .nr = 16, .fn = kgemm_ukernel_4x16__scalar, .kc = KGEMM_KC,
 	 .mc = KGEMM_MC, .nc = KGEMM_NC},

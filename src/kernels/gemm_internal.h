@@ -54,6 +54,14 @@ typedef void (*kgemm_ukernel_strided_fn)(int64_t kc, const float *a, int64_t rs_
 typedef void (*kgemm_dot_fn)(int64_t K, const float *a, int64_t lda, const float *bt, int64_t ldbt, float *c,
 			     int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 
+/* A tile whose K is nseg blocks of kc read from different places of a
+ * row-major A: block s of row r at a + s * seg_stride + r * rs_a (B's panel
+ * runs on through all of them); the whole K, so the full epilogue. For
+ * kernels that read a convolution's taps in place (conv_nhwc_implicit.c).
+ * Optional: without it, callers make one kgemm_ukernel_fn call per block. */
+typedef void (*kgemm_ukernel_seg_fn)(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
+				     const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+
 typedef struct kgemm_ukernel_desc {
 	const char *name;
 	unsigned isa; /* kcpu_features() bits it needs */
@@ -64,6 +72,7 @@ typedef struct kgemm_ukernel_desc {
 	kgemm_ukernel_strided_fn strided;
 	kgemm_dot_fn dot;
 	int dot_mr, dot_nr;
+	kgemm_ukernel_seg_fn seg;
 } kgemm_ukernel_desc;
 
 /* The micro-kernel chosen for this CPU (what kgemm_f32 uses), for kernels
@@ -92,6 +101,8 @@ void kgemm_ukernel_4x16__scalar(int64_t kc, const float *a, int64_t rs_a, int64_
 #ifdef AIR_HAVE_X86
 void kgemm_ukernel_6x16__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 			      float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+void kgemm_ukernel_6x16_seg__avx2(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
+				  const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 void kgemm_ukernel_12x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,

@@ -89,9 +89,9 @@ static __attribute__((noinline)) void act_tile(float *c, int64_t ldc, int m, int
 /* The tile body for a compile-time row count ROWS (1..6). SPLIT keeps a
  * second accumulator set for odd k. */
 static inline __attribute__((always_inline)) void tile(const int ROWS, const int SPLIT, int64_t kc,
-						       const float *a, int64_t rs_a, int64_t cs_a,
-						       const float *b, float *c, int64_t ldc, int n,
-						       const kgemm_tile_ep *ep)
+						       int64_t nseg, int64_t seg_stride, const float *a,
+						       int64_t rs_a, int64_t cs_a, const float *b, float *c,
+						       int64_t ldc, int n, const kgemm_tile_ep *ep)
 {
 	__m256 acc[MR][2], odd[MR][2];
 #pragma GCC unroll 6
@@ -112,6 +112,11 @@ static inline __attribute__((always_inline)) void tile(const int ROWS, const int
 			}
 		}
 	}
+	/* nseg blocks of kc along K, block s of A at a + s * seg_stride (see
+	 * kgemm_ukernel_seg_fn); 1 for a plain tile */
+	const float *a0 = a;
+	for (int64_t s = 0; s < nseg; s++) {
+	a = a0 + s * seg_stride;
 	int64_t p = 0;
 	if (SPLIT) {
 		for (; p + 2 <= kc; p += 2) {
@@ -141,6 +146,7 @@ static inline __attribute__((always_inline)) void tile(const int ROWS, const int
 		}
 		a += cs_a;
 		b += NR;
+	}
 	}
 	if (SPLIT) {
 #pragma GCC unroll 6
@@ -200,12 +206,26 @@ void kgemm_ukernel_6x16__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t 
 			      float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
 	switch (m) {
-	case 6: tile(6, 0, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 5: tile(5, 0, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 4: tile(4, 0, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 3: tile(3, 1, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 2: tile(2, 1, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 1: tile(1, 1, kc, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 6: tile(6, 0, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 5: tile(5, 0, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 4: tile(4, 0, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 3: tile(3, 1, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 2: tile(2, 1, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 1: tile(1, 1, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	default: break;
+	}
+}
+
+void kgemm_ukernel_6x16_seg__avx2(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
+				  const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
+{
+	switch (m) {
+	case 6: tile(6, 0, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
+	case 5: tile(5, 0, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
+	case 4: tile(4, 0, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
+	case 3: tile(3, 1, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
+	case 2: tile(2, 1, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
+	case 1: tile(1, 1, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
 	default: break;
 	}
 }
