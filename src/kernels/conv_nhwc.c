@@ -145,11 +145,8 @@ bool kconv_nhwc_repack_per_call(const k_call *call, const kconv_geom *g)
 	       g->OW >= 0 && g->N * g->OH * g->OW >= REPACK_MIN_ROWS;
 }
 
-air_status kconv_nhwc_pack_weight(const k_call *call, int64_t nb_want, void **out)
+air_status kconv_nhwc_pack_weight(const k_call *call, const kconv_geom *g, int64_t nb_want, void **out)
 {
-	kconv_nhwc c;
-	AIR_TRY(kconv_nhwc_make(call, &c));
-	const kconv_geom *g = &c.g;
 	const int64_t taps = g->KH * g->KW, K = taps * g->Cg, Og = g->Og;
 	const int64_t nb = nb_want < Og ? nb_want : Og, nblk = k_cdiv(Og, nb);
 	bool repack = kconv_nhwc_repack_per_call(call, g);
@@ -259,7 +256,9 @@ kgemm_packed_b *const *kconv_nhwc_weight_blocks(const k_call *call, const kconv_
 /* the 1x1 kernel runs one GEMM over every column */
 static air_status packed_prepare_whole(const k_call *call, void **out)
 {
-	return kconv_nhwc_pack_weight(call, INT64_MAX, out);
+	kconv_nhwc c;
+	AIR_TRY(kconv_nhwc_make(call, &c));
+	return kconv_nhwc_pack_weight(call, &c.g, INT64_MAX, out);
 }
 
 /* ---- 1x1, stride 1, unpadded: one GEMM on x ------------------------------ */
@@ -435,7 +434,9 @@ static bool i2c_supports(const k_call *call)
 
 static air_status packed_prepare_blocks(const k_call *call, void **out)
 {
-	return kconv_nhwc_pack_weight(call, BLOCK_COLS, out);
+	kconv_nhwc c;
+	AIR_TRY(kconv_nhwc_make(call, &c));
+	return kconv_nhwc_pack_weight(call, &c.g, BLOCK_COLS, out);
 }
 
 static size_t i2c_ws(const k_call *call, int nthreads)
@@ -707,12 +708,29 @@ static bool tr_supports(const k_call *call)
 }
 
 typedef struct tr_job {
-	const uint32_t *x;
-	uint32_t *y;
-	int64_t R, S;        /* rows, columns of each image's matrix */
-	int64_t nr, ns;      /* row strips, column chunks per image */
-	knhwc_tr8_fn tr8;
+	const float *x; /* any 4-byte elements: only moved */
+	float *y;
+	int64_t R, S;   /* rows, columns of each image's matrix */
+	int64_t nr, ns; /* row strips, column chunks per image */
 } tr_job;
+
+void kconv_transpose(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows, int64_t cols)
+{
+	knhwc_tr8_fn tr8 = pick_rows().tr8;
+	const uint32_t *xs = (const uint32_t *)x;
+	uint32_t *ys = (uint32_t *)y;
+	int64_t rb = rows / TB8 * TB8, cb = cols / TB8 * TB8;
+	for (int64_t c = 0; c < cb; c += TB8)
+		for (int64_t r = 0; r < rb; r += TB8)
+			tr8(xs + r * ldx + c, ldx, ys + c * ldy + r, ldy);
+	/* the edges: rows past the last whole block, then columns */
+	for (int64_t c = 0; c < cols; c++)
+		for (int64_t r = rb; r < rows; r++)
+			ys[c * ldy + r] = xs[r * ldx + c];
+	for (int64_t c = cb; c < cols; c++)
+		for (int64_t r = 0; r < rb; r++)
+			ys[c * ldy + r] = xs[r * ldx + c];
+}
 
 static void tr_task(void *p, int64_t t, int thread)
 {
@@ -721,19 +739,9 @@ static void tr_task(void *p, int64_t t, int thread)
 	const int64_t sc = t % j->ns, rest = t / j->ns, rs = rest % j->nr, n = rest / j->nr;
 	const int64_t R = j->R, S = j->S;
 	const int64_t r0 = rs * TR, r1 = k_min64(R, r0 + TR), s0 = sc * TS, s1 = k_min64(S, s0 + TS);
-	const uint32_t *x = j->x + n * R * S;
-	uint32_t *y = j->y + n * R * S;
-	int64_t rb = r0 + (r1 - r0) / TB8 * TB8, sb = s0 + (s1 - s0) / TB8 * TB8;
-	for (int64_t s = s0; s < sb; s += TB8)
-		for (int64_t r = r0; r < rb; r += TB8)
-			j->tr8(x + r * S + s, S, y + s * R + r, R);
-	/* the edges: rows past the last whole block, then columns */
-	for (int64_t s = s0; s < s1; s++)
-		for (int64_t r = rb; r < r1; r++)
-			y[s * R + r] = x[r * S + s];
-	for (int64_t s = sb; s < s1; s++)
-		for (int64_t r = r0; r < rb; r++)
-			y[s * R + r] = x[r * S + s];
+	const float *x = j->x + n * R * S;
+	float *y = j->y + n * R * S;
+	kconv_transpose(x + r0 * S + s0, S, y + s0 * R + r0, R, r1 - r0, s1 - s0);
 }
 
 static air_status tr_run(const k_call *call)
@@ -750,7 +758,6 @@ static air_status tr_run(const k_call *call)
 	j.S = which == 1 ? HW : C;
 	j.nr = k_cdiv(j.R, TR);
 	j.ns = k_cdiv(j.S, TS);
-	j.tr8 = pick_rows().tr8;
 	rt_pool_run(call->pool, x->dims[0] * j.nr * j.ns, tr_task, &j);
 	return AIR_OK;
 }

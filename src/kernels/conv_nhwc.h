@@ -17,8 +17,17 @@ extern const k_kernel kfast_conv2d_nhwc_1x1;
 extern const k_kernel kfast_conv2d_nhwc_winograd;
 size_t kconv_winograd_prepared_bytes(const void *prepared, size_t *source_bytes); /* the same */
 /* a narrow input (the stem's 3 channels): the GEMM reads the rows of each
- * tap row straight from a padded copy of the input (conv_nhwc_implicit.c). */
+ * tap row straight from a padded copy of the input (conv_implicit.c). */
 extern const k_kernel kfast_conv2d_nhwc_implicit;
+/* The same for the NCHW conv2d op: the padded band is built channels-last
+ * from the NCHW input and each output row is transposed out of L1, so a
+ * lone stem needs no layout permutes around it. Its conditions, for the
+ * layout pass (which leaves such a conv in NCHW when it is alone). */
+extern const k_kernel kfast_conv2d_implicit_nchw;
+bool kconv_implicit_fits(int64_t C, int64_t groups, int64_t KH, int64_t KW, int64_t dilation_w);
+/* y[c * ldy + r] = x[r * ldx + c] for a rows x cols block of 4-byte
+ * elements, in 8 x 8 register blocks. */
+void kconv_transpose(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows, int64_t cols);
 /* anything else: NHWC im2col in row blocks + GEMM with packed weights. */
 extern const k_kernel kfast_conv2d_nhwc_im2col;
 /* Whether a GEMM conv kernel re-packs its weight on every call instead of
@@ -35,7 +44,7 @@ void kconv_nhwc_operands(const k_call *call, const kconv_nhwc *c, const float **
  * kconv_nhwc_repack_per_call) re-packed per call into the front of the
  * workspace: kconv_nhwc_repack_bytes there, which kconv_nhwc_weight_blocks
  * fills and steps *ws past. Blocks are indexed [group * nblk + block]. */
-air_status kconv_nhwc_pack_weight(const k_call *call, int64_t nb_want, void **out);
+air_status kconv_nhwc_pack_weight(const k_call *call, const kconv_geom *g, int64_t nb_want, void **out);
 void kconv_nhwc_packed_release(void *prepared);
 size_t kconv_nhwc_repack_bytes(const void *prepared, const kconv_geom *g);
 kgemm_packed_b *const *kconv_nhwc_weight_blocks(const k_call *call, const kconv_geom *g, char **ws);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/conv_nhwc.h"  /* kconv_implicit_fits */
 #include "kernels/ref/conv.h"   /* kref_pair */
 #include "kernels/ref/linalg.h" /* kref_present */
 #include "ops/op.h"
@@ -104,6 +105,23 @@ static bool conv_is_pointwise(const air_graph *g, const ir_node *n)
 	kref_pair(n->attrs[pi].ints, n->attrs[pi].n, zeros, pad);
 	const ir_value *w = val(g, n->in[1]);
 	return w->dims[2] == 1 && w->dims[3] == 1 && pad[0] == 0 && pad[1] == 0 && attr_i(n, "groups", 1) == 1;
+}
+
+/* A conv of a narrow input (the stem's 3 channels) without a residual:
+ * the implicit GEMM runs it in NCHW as fast as in NHWC (it builds its
+ * input band channels-last itself and transposes each output row out of
+ * L1), so it too is not worth two permutes on its own. Inside a region
+ * that other convs make NHWC, it runs NHWC like the rest. */
+static bool conv_is_narrow(const air_graph *g, const ir_node *n)
+{
+	static const int64_t ones[2] = {1, 1};
+	int64_t dil[2];
+	int di = pass_attr_index(n->op, "dilation");
+	if (di < 0 || conv_has_residual(n))
+		return false;
+	kref_pair(n->attrs[di].ints, n->attrs[di].n, ones, dil);
+	const ir_value *x = val(g, n->in[0]), *w = val(g, n->in[1]);
+	return kconv_implicit_fits(x->dims[1], attr_i(n, "groups", 1), w->dims[2], w->dims[3], dil[1]);
 }
 
 /* Is input i of node n a value in the node's layout (an image it reads)? */
@@ -309,13 +327,13 @@ static air_status run(layout_ctx *c, pass_log *log)
 				c->parent[find(c->parent, k)] = find(c->parent, p);
 		}
 	}
-	/* regions with a conv that wants NHWC: anything but a pointwise one
-	 * (a region of pointwise convs, pools and elementwise ops stays NCHW) */
+	/* regions with a conv that wants NHWC: anything but a pointwise or a
+	 * narrow one (a region of those, pools and elementwise ops stays NCHW) */
 	char *has_conv = calloc((size_t)n0 + 1, 1);
 	if (!has_conv)
 		return air_error(AIR_OUT_OF_MEMORY, "layout: no memory");
 	for (int k = 0; k < n0; k++)
-		if (c->kind[k] == K_CONV && !conv_is_pointwise(g, &g->nodes[k]))
+		if (c->kind[k] == K_CONV && !conv_is_pointwise(g, &g->nodes[k]) && !conv_is_narrow(g, &g->nodes[k]))
 			has_conv[find(c->parent, k)] = 1;
 	int regions = 0, convs = 0, pools = 0, elems = 0;
 	for (int k = 0; k < n0; k++) {
@@ -331,7 +349,7 @@ static air_status run(layout_ctx *c, pass_log *log)
 	}
 	free(has_conv);
 	if (regions == 0) {
-		pass_logf(log, "layout: no region with a conv2d other than 1x1; nothing changed\n");
+		pass_logf(log, "layout: no region with a conv2d other than 1x1 or narrow; nothing changed\n");
 		return AIR_OK;
 	}
 	/* which values cross the edge */

@@ -194,6 +194,39 @@ static void test_conv2d(void)
 				test_conv_case(dti ? AIR_F64 : AIR_F32, &conv_cases[i], wconst);
 }
 
+/* Narrow inputs (up to 8 channels, one group, no column dilation) stay
+ * NCHW in the implicit GEMM (conv_implicit.c): the kernel is the one
+ * chosen, and its values are test_conv_case's. Stems at two sizes, a
+ * batch, 8 channels, dilated rows, uneven strides and padding, outputs
+ * narrower than a micro-tile, channels past a whole panel. */
+static const conv_case narrow_cases[] = {
+	{1, 3, 40, 38, 64, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1, 1},
+	{2, 3, 17, 17, 8, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1, 0},
+	{1, 8, 12, 9, 33, 3, 3, {1, 2}, {1, 0}, {2, 1}, 1, 1},
+	{3, 1, 9, 4, 17, 5, 3, {1, 1}, {2, 1}, {1, 1}, 1, 0},
+	{1, 5, 6, 30, 16, 1, 3, {3, 1}, {0, 4}, {1, 1}, 1, 1},
+};
+
+static void test_conv2d_narrow(void)
+{
+	for (size_t i = 0; i < sizeof narrow_cases / sizeof narrow_cases[0]; i++) {
+		const conv_case *c = &narrow_cases[i];
+		test_conv_case(AIR_F32, c, 1);
+		float *x = calloc((size_t)(c->N * c->C * c->H * c->W), sizeof(float));
+		float *w = calloc((size_t)(c->O * c->C * c->KH * c->KW), sizeof(float)), *b = calloc((size_t)c->O, 4);
+		th_arg args[3] = {th_make(AIR_F32, x, 4, (int64_t[]){c->N, c->C, c->H, c->W}),
+				  th_make(AIR_F32, w, 4, (int64_t[]){c->O, c->C, c->KH, c->KW}),
+				  th_make(AIR_F32, b, 1, (int64_t[]){c->O})};
+		args[1].constant = args[2].constant = 1;
+		air_attr attrs[5];
+		conv_attrs_of(c, attrs);
+		air_model *m = th_compile("conv2d", args, 2 + c->bias, attrs, 5, 0);
+		CHECK(m && strstr(air_model_report(m), " conv2d_implicit_gemm_nchw "));
+		air_model_destroy(m);
+		free(x), free(w), free(b);
+	}
+}
+
 /* A model with symbolic N, H and W, run at several sizes: the output size
  * expressions must give PyTorch's sizes. */
 static void test_conv2d_symbolic(void)
@@ -673,6 +706,7 @@ static void test_conv2d_epilogue(void)
 
 int main(void)
 {
+	test_conv2d_narrow();
 	test_conv2d();
 	test_conv2d_symbolic();
 	test_conv2d_epilogue();

@@ -218,11 +218,11 @@ static void test_shared(void)
 {
 	gb b = {0};
 	TRY(air_graph_create(&b.g));
-	int64_t xd[4] = {2, 3, 9, 9}, zd[4] = {2, 8, 9, 9};
+	int64_t xd[4] = {2, 12, 9, 9}, zd[4] = {2, 8, 9, 9}; /* 12: not a narrow conv */
 	air_value x, z;
 	TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, xd, &x));
 	TRY(air_graph_add_input(b.g, "z", AIR_F32, 4, zd, &z));
-	air_value c1 = conv(&b, x, 3, 8, 3, 1);
+	air_value c1 = conv(&b, x, 12, 8, 3, 1);
 	air_value r = node(&b, "relu", &c1, 1, NULL, 0);
 	air_value c2 = conv(&b, r, 8, 8, 1, 1);
 	air_value ai[2] = {c2, z};
@@ -238,8 +238,8 @@ static void test_shared(void)
 	air_value sm = node(&b, "sum", &r, 1, sa, 2);
 	air_value outs[3] = {p, r, sm};
 	TRY(air_graph_set_outputs(b.g, outs, 3));
-	float *in[2] = {th_randf(2 * 3 * 81), th_randf(2 * 8 * 81)};
-	int64_t dims[2][4] = {{2, 3, 9, 9}, {2, 8, 9, 9}};
+	float *in[2] = {th_randf(2 * 12 * 81), th_randf(2 * 8 * 81)};
+	int64_t dims[2][4] = {{2, 12, 9, 9}, {2, 8, 9, 9}};
 	char *rep = NULL;
 	int permutes = compare(&b, "shared", 2, in, dims, &rep);
 	/* in: x, z and the scale; out: r (once, for both its outside uses) */
@@ -297,15 +297,16 @@ static void test_pointwise(void)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		gb b = {0};
 		TRY(air_graph_create(&b.g));
-		int64_t dd[4] = {2, 6, 9, 10};
+		/* over 8 channels: a narrow 3x3 conv would stay NCHW (test_narrow) */
+		int64_t dd[4] = {2, 12, 9, 10};
 		air_value x;
 		TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, dd, &x));
-		air_value y = conv(&b, x, 6, 8, 1, cases[i].s1);
+		air_value y = conv(&b, x, 12, 16, 1, cases[i].s1);
 		if (cases[i].k2)
-			y = conv(&b, node(&b, "relu", &y, 1, NULL, 0), 8, 5, cases[i].k2, 1);
+			y = conv(&b, node(&b, "relu", &y, 1, NULL, 0), 16, 5, cases[i].k2, 1);
 		TRY(air_graph_set_outputs(b.g, &y, 1));
-		float *xin = th_randf(2 * 6 * 9 * 10);
-		int64_t dims[1][4] = {{2, 6, 9, 10}};
+		float *xin = th_randf(2 * 12 * 9 * 10);
+		int64_t dims[1][4] = {{2, 12, 9, 10}};
 		char *rep = NULL;
 		int permutes = compare(&b, cases[i].label, 1, &xin, dims, &rep);
 		CHECK(permutes == cases[i].permutes);
@@ -318,9 +319,51 @@ static void test_pointwise(void)
 	}
 }
 
+/* A conv of a narrow input (up to 8 channels, the stem's 3) alone stays
+ * NCHW in the implicit GEMM, which needs no permutes; next to a wide 3x3
+ * conv it runs channels-last with it. */
+static void test_narrow(void)
+{
+	static const struct {
+		const char *label;
+		int64_t C, k, s, k2; /* the first conv; the second's size (0: none) */
+		int nhwc_convs, permutes;
+		const char *kernel; /* the first conv's */
+	} cases[] = {
+		{"lone 7x7 stride 2 stem", 3, 7, 2, 0, 0, 0, "conv2d_implicit_gemm_nchw"},
+		{"lone 3x3 on 8 channels", 8, 3, 1, 0, 0, 0, "conv2d_implicit_gemm_nchw"},
+		{"stem then a wide 3x3", 3, 7, 2, 3, 2, 2, "conv2d_nhwc_implicit_gemm"},
+		{"9 channels: not narrow", 9, 3, 2, 0, 1, 2, "conv2d_nhwc_im2col_gemm"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		gb b = {0};
+		TRY(air_graph_create(&b.g));
+		int64_t C = cases[i].C, dd[4] = {2, C, 23, 20};
+		air_value x;
+		TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, dd, &x));
+		air_value y = conv(&b, x, C, 16, cases[i].k, cases[i].s);
+		if (cases[i].k2)
+			y = conv(&b, node(&b, "relu", &y, 1, NULL, 0), 16, 12, cases[i].k2, 1);
+		TRY(air_graph_set_outputs(b.g, &y, 1));
+		float *xin = th_randf(2 * C * 23 * 20);
+		int64_t dims[1][4] = {{2, C, 23, 20}};
+		char *rep = NULL;
+		int permutes = compare(&b, cases[i].label, 1, &xin, dims, &rep);
+		CHECK(permutes == cases[i].permutes);
+		CHECK(rep && count(rep, " conv2d_nhwc_") == cases[i].nhwc_convs);
+		CHECK(rep && strstr(rep, cases[i].kernel));
+		if (permutes != cases[i].permutes && rep)
+			fprintf(stderr, "%s: %s\n", cases[i].label, rep);
+		free(rep);
+		free(xin);
+		gb_free(&b);
+	}
+}
+
 int main(void)
 {
 	test_pointwise();
+	test_narrow();
 	test_fused_conv();
 	test_region(0);
 	test_region(1);

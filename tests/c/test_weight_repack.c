@@ -85,11 +85,12 @@ static void test_case(const repack_case *c)
 		 (long long)c->stride, (long long)c->groups, c->batch_norm, c->residual_relu);
 	if (!low || !packed || !ref)
 		goto done;
-	/* the same steps either way, the convs channels-last in GEMM kernels */
+	/* the same steps either way, the convs in GEMM kernels (channels-last
+	 * but for a narrow input's, which stays NCHW) */
 	CHECK(steps(low) == steps(packed));
 	const char *r = air_model_report(low);
 	CHECK(strstr(r, "conv2d_nhwc_gemm_1x1") || strstr(r, "conv2d_nhwc_im2col_gemm") ||
-	      strstr(r, "conv2d_nhwc_winograd_f2x3"));
+	      strstr(r, "conv2d_nhwc_winograd_f2x3") || strstr(r, "conv2d_implicit_gemm_nchw"));
 	/* re-packing saves the packed copy of the weight (at least its bytes)
 	 * but for a scale per channel; the entry conv is packed either way */
 	size_t wbytes = sizeof(float) * (size_t)(c->O * (c->C / c->groups) * c->K * c->K);
@@ -135,7 +136,9 @@ static const repack_case cases[] = {
 	{2, 256, 16, 256, 3, 1, 1, 1, 1, 1},  /* Winograd, U of 4 MiB: made per call */
 	{2, 12, 16, 20, 3, 1, 2, 1, 0, 1},    /* grouped (im2col) */
 	{2, 24, 16, 40, 1, 1, 1, 0, 0, 1},    /* no batch norm: the weight itself */
-	{4, 8, 32, 24, 1, 2, 1, 1, 0, 1},     /* 1x1 stride 2 (im2col), 1024 pixels */
+	{4, 12, 32, 24, 1, 2, 1, 1, 0, 1},    /* 1x1 stride 2 (im2col), 1024 pixels */
+	{4, 3, 32, 24, 7, 2, 1, 1, 0, 1},     /* a stem: implicit GEMM in NCHW, 1024 pixels */
+	{1, 3, 32, 24, 7, 2, 1, 1, 0, 0},     /* the same, 256 pixels: packed once */
 	{2, 24, 15, 40, 1, 1, 1, 1, 0, 0},    /* 450 pixels: packed once */
 	{1, 32, 16, 48, 3, 2, 1, 1, 0, 0},    /* 64 pixels: packed once */
 };

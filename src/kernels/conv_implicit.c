@@ -1,0 +1,248 @@
+/* conv_implicit.c - convolution of a narrow input (ResNet's stem: 3
+ * channels, 7x7, stride 2) as an implicit GEMM: no im2col.
+ *
+ * Channels-last, the taps of one kernel row (ki) of output pixel (oh, ow)
+ * are KW*C consecutive floats of input row ih = oh*sh - ph + ki*dh,
+ * starting at pixel ow*sw - pw; the next pixel's start sw*C floats further
+ * on. So for a fixed output row and kernel row, the rows of im2col's col
+ * are the input row itself read with row stride sw*C, and the GEMM
+ * micro-kernel reads them in place (A row-major with lda = sw*C). The KH
+ * kernel rows are K blocks of KW*C, summed in registers by the segmented
+ * micro-kernel (kgemm_ukernel_seg_fn) where there is one, else through the
+ * tile epilogue's first/last blocks.
+ *
+ * im2col copies every tap row: for the stem that is 7 runs of 21 floats per
+ * output pixel, 7.4 MB of copies in runs too short to copy fast (1.89 ms
+ * for the stem at batch 1, against 1.27-1.34 here). The only copy here is
+ * a zero-padded band of input rows per task, which makes every read in
+ * range. Wide inputs stay with im2col: their tap rows are long runs, and
+ * the GEMM's K blocking wants them packed.
+ *
+ * Two kernels share this: conv2d_nhwc, and the NCHW conv2d op, which builds
+ * its band channels-last from NCHW rows and transposes each output row out
+ * of L1. A lone stem then needs no layout permutes: the one after it (64 x
+ * 112 x 112, written to memory and read back) cost 0.55-0.65 ms, a third
+ * of the conv. */
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/conv_nhwc.h"
+#include "kernels/gemm_internal.h"
+
+/* Input channels up to which this kernel is chosen over im2col. */
+enum { IMPLICIT_MAX_C = 8, IMPLICIT_MAX_K = 1024, BAND_FLOATS = 32768 };
+
+bool kconv_implicit_fits(int64_t C, int64_t G, int64_t KH, int64_t KW, int64_t dw)
+{
+	return G == 1 && dw == 1 && C > 0 && C <= IMPLICIT_MAX_C && KH > 0 && KW > 0 &&
+	       KH * KW * C <= IMPLICIT_MAX_K && (KH > 1 || KW > 1);
+}
+
+typedef struct imp_plan {
+	int64_t Wp;    /* padded row, pixels: what the last output pixel reads */
+	int64_t band;  /* output rows per task */
+	int64_t bands; /* tasks per image */
+	size_t band_bytes, slot_bytes;
+} imp_plan;
+
+static imp_plan make_plan(const kconv_geom *g, int nchw, int nthreads)
+{
+	imp_plan p;
+	p.Wp = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+	/* bands small enough that the padded input rows stay in L1/L2 and there
+	 * are several tasks per thread even at batch 1 */
+	int64_t per_row = g->sh * p.Wp * g->C;
+	int64_t band = per_row > 0 ? BAND_FLOATS / per_row : g->OH;
+	int64_t want = k_cdiv(g->N * g->OH, 8 * (int64_t)(nthreads > 0 ? nthreads : 1));
+	band = band < want ? band : want;
+	p.band = band < 1 ? 1 : band > g->OH ? g->OH : band;
+	p.bands = p.band ? k_cdiv(g->OH, p.band) : 0;
+	int64_t in_rows = (p.band - 1) * g->sh + (g->KH - 1) * g->dh + 1;
+	p.band_bytes = k_align64(sizeof(float) * (size_t)(in_rows * p.Wp * g->C));
+	/* NCHW: one output row channels-last, to transpose */
+	p.slot_bytes = p.band_bytes + (nchw ? k_align64(sizeof(float) * (size_t)(g->OW * g->O)) : 0);
+	return p;
+}
+
+typedef struct imp_job {
+	kconv_geom g;
+	k_act act;
+	int nchw; /* x and y are NCHW (else NHWC) */
+	imp_plan p;
+	const kgemm_ukernel_desc *uk;
+	const float *panels; /* the packed weight: K x nr per panel */
+	const float *x, *bias, *res;
+	float *y;
+	char *ws;
+} imp_job;
+
+/* Input rows [ih0, ih0 + rows) of image x into dst channels-last, Wp
+ * pixels each, with pw pixels of zeros in front and zeros wherever the row
+ * is outside the image. x is NHWC, or NCHW (then gathered by channel). */
+static void pad_band(const imp_job *j, const float *x, int64_t ih0, int64_t rows, float *dst)
+{
+	const kconv_geom *g = &j->g;
+	const int64_t C = g->C, Wp = j->p.Wp, row = Wp * C;
+	const int64_t left = g->pw < Wp ? g->pw : Wp;
+	const int64_t width = k_min64(g->W, Wp - left);
+	for (int64_t r = 0; r < rows; r++, dst += row) {
+		int64_t ih = ih0 + r;
+		if (ih < 0 || ih >= g->H || width <= 0) {
+			memset(dst, 0, sizeof(float) * (size_t)row);
+			continue;
+		}
+		memset(dst, 0, sizeof(float) * (size_t)(left * C));
+		if (j->nchw) {
+			for (int64_t c = 0; c < C; c++) {
+				const float *xr = x + (c * g->H + ih) * g->W;
+				for (int64_t iw = 0; iw < width; iw++)
+					dst[(left + iw) * C + c] = xr[iw];
+			}
+		} else {
+			memcpy(dst + left * C, x + ih * g->W * C, sizeof(float) * (size_t)(width * C));
+		}
+		memset(dst + (left + width) * C, 0, sizeof(float) * (size_t)((Wp - left - width) * C));
+	}
+}
+
+/* One output row, channels-last: yrow[ow * O + o], from the band row
+ * where its first kernel row starts. */
+static void output_row(const imp_job *j, const float *arow, float *yrow, const float *rrow)
+{
+	const kconv_geom *g = &j->g;
+	const kgemm_ukernel_desc *uk = j->uk;
+	const int64_t C = g->C, O = g->O, seg = g->KW * C, K = g->KH * seg, lda = g->sw * C;
+	const int64_t seg_stride = g->dh * j->p.Wp * C;
+	kgemm_tile_ep te;
+	te.alpha = 1.0f;
+	te.act = j->act;
+	te.bias_m = NULL;
+	te.ld_res = O;
+	/* panel by panel: a panel (K x nr) and the row's input stay in L1
+	 * over all of the row's tiles */
+	for (int64_t o = 0; o < O; o += uk->nr) {
+		const float *bp = j->panels + (o / uk->nr) * K * uk->nr;
+		const int n = (int)k_min64(uk->nr, O - o);
+		te.bias_n = j->bias ? j->bias + o : NULL;
+		for (int64_t ow = 0; ow < g->OW; ow += uk->mr) {
+			const int m = (int)k_min64(uk->mr, g->OW - ow);
+			const float *a = arow + ow * lda;
+			float *c = yrow + ow * O + o;
+			te.res = rrow ? rrow + ow * O + o : NULL;
+			if (uk->seg) {
+				te.flags = KGEMM_TILE_FIRST | KGEMM_TILE_LAST;
+				uk->seg(seg, g->KH, seg_stride, a, lda, bp, c, O, m, n, &te);
+				continue;
+			}
+			for (int64_t ki = 0; ki < g->KH; ki++) {
+				te.flags = (ki == 0 ? KGEMM_TILE_FIRST : 0) | (ki == g->KH - 1 ? KGEMM_TILE_LAST : 0);
+				uk->fn(seg, a + ki * seg_stride, lda, 1, bp + ki * seg * uk->nr, c, O, m, n, &te);
+			}
+		}
+	}
+}
+
+static void imp_task(void *ctx, int64_t t, int thread)
+{
+	const imp_job *j = ctx;
+	const kconv_geom *g = &j->g;
+	const imp_plan *p = &j->p;
+	const int64_t n = t / p->bands, oh0 = (t % p->bands) * p->band, oh1 = k_min64(g->OH, oh0 + p->band);
+	const int64_t C = g->C, O = g->O, OHW = g->OH * g->OW;
+	char *slot = j->ws + (size_t)thread * p->slot_bytes;
+	float *band = (float *)slot, *row = (float *)(slot + p->band_bytes);
+	pad_band(j, j->x + n * g->H * g->W * C, oh0 * g->sh - g->ph, (oh1 - oh0 - 1) * g->sh + (g->KH - 1) * g->dh + 1,
+		 band);
+	for (int64_t oh = oh0; oh < oh1; oh++) {
+		const float *arow = band + (oh - oh0) * g->sh * p->Wp * C;
+		if (j->nchw) {
+			/* the residual is channels-last only: supports() refuses it here */
+			output_row(j, arow, row, NULL);
+			kconv_transpose(row, O, j->y + n * O * OHW + oh * g->OW, OHW, g->OW, O);
+			continue;
+		}
+		const int64_t at = (n * g->OH + oh) * g->OW * O;
+		output_row(j, arow, j->y + at, j->res ? j->res + at : NULL);
+	}
+}
+
+/* The geometry of either op's call, and whether this kernel takes it. */
+static bool imp_geom(const k_call *call, int nchw, kconv_geom *g, k_act *act)
+{
+	if (nchw) {
+		if (kconv_geom_make(call, g) != AIR_OK)
+			return false;
+		*act = g->act;
+	} else {
+		kconv_nhwc c;
+		if (kconv_nhwc_make(call, &c) != AIR_OK)
+			return false;
+		*g = c.g;
+		g->has_residual = c.has_residual;
+		*act = c.act;
+	}
+	return true;
+}
+
+static bool supports(const k_call *call, int nchw)
+{
+	kconv_geom g;
+	k_act act;
+	if (!k_all_f32(call) || !call->in_const || !call->in_const[1] || !imp_geom(call, nchw, &g, &act))
+		return false;
+	return g.O > 0 && kconv_implicit_fits(g.C, g.G, g.KH, g.KW, g.dw) && !(nchw && g.has_residual);
+}
+
+static air_status prepare(const k_call *call, int nchw, void **out)
+{
+	kconv_geom g;
+	k_act act;
+	if (!imp_geom(call, nchw, &g, &act))
+		return air_error(AIR_INVALID_ARGUMENT, "conv2d_implicit_gemm: bad geometry");
+	return kconv_nhwc_pack_weight(call, &g, INT64_MAX, out);
+}
+
+static size_t workspace(const k_call *call, int nchw, int nthreads)
+{
+	kconv_geom g;
+	k_act act;
+	if (!imp_geom(call, nchw, &g, &act))
+		return 0;
+	nthreads = nthreads < 1 ? 1 : nthreads;
+	return kconv_nhwc_repack_bytes(call->prepared, &g) + (size_t)nthreads * make_plan(&g, nchw, nthreads).slot_bytes;
+}
+
+static air_status run(const k_call *call, int nchw)
+{
+	imp_job j;
+	if (!imp_geom(call, nchw, &j.g, &j.act))
+		return air_error(AIR_INVALID_ARGUMENT, "conv2d_implicit_gemm: bad geometry");
+	const kconv_geom *g = &j.g;
+	if (call->out[0].numel == 0)
+		return AIR_OK;
+	j.nchw = nchw;
+	j.p = make_plan(g, nchw, rt_pool_size(call->pool));
+	j.uk = kgemm_active_ukernel();
+	j.ws = call->workspace;
+	j.panels = kgemm_packed_b_panel(kconv_nhwc_weight_blocks(call, g, &j.ws)[0], 0);
+	j.bias = g->has_bias ? call->in[2].data : NULL;
+	j.res = g->has_residual ? call->in[call->n_in - 1].data : NULL;
+	j.x = call->in[0].data;
+	j.y = call->out[0].data;
+	rt_pool_run(call->pool, g->N * j.p.bands, imp_task, &j);
+	return AIR_OK;
+}
+
+static bool nhwc_supports(const k_call *call) { return supports(call, 0); }
+static air_status nhwc_prepare(const k_call *call, void **out) { return prepare(call, 0, out); }
+static size_t nhwc_ws(const k_call *call, int nthreads) { return workspace(call, 0, nthreads); }
+static air_status nhwc_run(const k_call *call) { return run(call, 0); }
+static bool nchw_supports(const k_call *call) { return supports(call, 1); }
+static air_status nchw_prepare(const k_call *call, void **out) { return prepare(call, 1, out); }
+static size_t nchw_ws(const k_call *call, int nthreads) { return workspace(call, 1, nthreads); }
+static air_status nchw_run(const k_call *call) { return run(call, 1); }
+
+const k_kernel kfast_conv2d_nhwc_implicit = {"conv2d_nhwc_implicit_gemm", 0, nhwc_supports, nhwc_prepare,
+					     kconv_nhwc_packed_release, nhwc_ws, nhwc_run};
+const k_kernel kfast_conv2d_implicit_nchw = {"conv2d_implicit_gemm_nchw", 0, nchw_supports, nchw_prepare,
+					     kconv_nhwc_packed_release, nchw_ws, nchw_run};
