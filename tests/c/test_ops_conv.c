@@ -184,6 +184,10 @@ static const conv_case conv_cases[] = {
 	{2, 130, 9, 7, 133, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
 	{1, 128, 11, 13, 20, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, 0},
 	{1, 256, 24, 25, 40, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
+	/* too few pixel chunks for the threads: one GEMM per image and group
+	 * (grouped here), strided 1x1 and 3x3 through a shared im2col */
+	{2, 64, 9, 9, 96, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 1},
+	{1, 96, 14, 14, 80, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, 0},
 };
 
 static void test_conv2d(void)
@@ -634,6 +638,7 @@ static const conv_case epilogue_cases[] = {
 	{2, 17, 10, 12, 130, 3, 3, {1, 1}, {0, 2}, {1, 1}, 1, 1},
 	{2, 130, 9, 7, 133, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
 	{1, 128, 11, 13, 20, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, 0},
+	{2, 64, 9, 9, 96, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 1},
 };
 
 static void test_conv_epilogue_case(air_dtype dt, const conv_case *c, int act, int has_res)

@@ -339,9 +339,11 @@ class _ConvBn(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(0)
-        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = torch.nn.BatchNorm2d(8)
-        self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        # c2's 16 input channels make the region channels-last (a conv of
+        # at most 8 stays NCHW in the implicit GEMM)
+        self.c1 = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(16)
+        self.c2 = torch.nn.Conv2d(16, 8, 3, padding=1)
         with torch.no_grad():
             self.bn.running_mean.uniform_(-0.5, 0.5)
             self.bn.running_var.uniform_(0.5, 1.5)
