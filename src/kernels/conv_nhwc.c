@@ -302,8 +302,8 @@ static air_status pw_run(const k_call *call)
 	return AIR_OK;
 }
 
-const k_kernel kfast_conv2d_nhwc_1x1 = {"conv2d_nhwc_gemm_1x1", 0, pw_supports, packed_prepare_whole, kconv_nhwc_packed_release,
-					pw_ws, pw_run};
+const k_kernel kfast_conv2d_nhwc_1x1 = {"conv2d_nhwc_gemm_1x1", 0, pw_supports, packed_prepare_whole,
+					kconv_nhwc_packed_release, pw_ws, pw_run};
 
 /* ---- im2col in row blocks + GEMM ------------------------------------------ */
 
@@ -445,7 +445,8 @@ static size_t i2c_ws(const k_call *call, int nthreads)
 	if (kconv_nhwc_make(call, &c) != AIR_OK)
 		return 0;
 	nthreads = nthreads < 1 ? 1 : nthreads;
-	return kconv_nhwc_repack_bytes(call->prepared, &c.g) + (size_t)nthreads * make_plan(&c.g, nthreads).slot_bytes;
+	return kconv_nhwc_repack_bytes(call->prepared, &c.g) +
+	       (size_t)nthreads * make_plan(&c.g, nthreads).slot_bytes;
 }
 
 static air_status i2c_run(const k_call *call)

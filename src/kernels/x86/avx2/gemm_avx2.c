@@ -116,37 +116,37 @@ static inline __attribute__((always_inline)) void tile(const int ROWS, const int
 	 * kgemm_ukernel_seg_fn); 1 for a plain tile */
 	const float *a0 = a;
 	for (int64_t s = 0; s < nseg; s++) {
-	a = a0 + s * seg_stride;
-	int64_t p = 0;
-	if (SPLIT) {
-		for (; p + 2 <= kc; p += 2) {
+		a = a0 + s * seg_stride;
+		int64_t p = 0;
+		if (SPLIT) {
+			for (; p + 2 <= kc; p += 2) {
+				__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+				__m256 b2 = _mm256_loadu_ps(b + NR), b3 = _mm256_loadu_ps(b + NR + 8);
+#pragma GCC unroll 6
+				for (int r = 0; r < ROWS; r++) {
+					__m256 ar = _mm256_broadcast_ss(a + r * rs_a);
+					acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
+					acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
+					__m256 as = _mm256_broadcast_ss(a + cs_a + r * rs_a);
+					odd[r][0] = _mm256_fmadd_ps(as, b2, odd[r][0]);
+					odd[r][1] = _mm256_fmadd_ps(as, b3, odd[r][1]);
+				}
+				a += 2 * cs_a;
+				b += 2 * NR;
+			}
+		}
+#pragma GCC unroll 4
+		for (; p < kc; p++) {
 			__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-			__m256 b2 = _mm256_loadu_ps(b + NR), b3 = _mm256_loadu_ps(b + NR + 8);
 #pragma GCC unroll 6
 			for (int r = 0; r < ROWS; r++) {
 				__m256 ar = _mm256_broadcast_ss(a + r * rs_a);
 				acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
 				acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
-				__m256 as = _mm256_broadcast_ss(a + cs_a + r * rs_a);
-				odd[r][0] = _mm256_fmadd_ps(as, b2, odd[r][0]);
-				odd[r][1] = _mm256_fmadd_ps(as, b3, odd[r][1]);
 			}
-			a += 2 * cs_a;
-			b += 2 * NR;
+			a += cs_a;
+			b += NR;
 		}
-	}
-#pragma GCC unroll 4
-	for (; p < kc; p++) {
-		__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-#pragma GCC unroll 6
-		for (int r = 0; r < ROWS; r++) {
-			__m256 ar = _mm256_broadcast_ss(a + r * rs_a);
-			acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
-			acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
-		}
-		a += cs_a;
-		b += NR;
-	}
 	}
 	if (SPLIT) {
 #pragma GCC unroll 6
@@ -202,30 +202,30 @@ static inline __attribute__((always_inline)) void tile(const int ROWS, const int
 		act_tile(c, ldc, ROWS, n, act);
 }
 
+/* The tile for m rows (1..6), nseg K blocks (1 for a plain tile). */
+static inline __attribute__((always_inline)) void tile_m(int m, int64_t kc, int64_t nseg, int64_t seg_stride,
+							 const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+							 float *c, int64_t ldc, int n, const kgemm_tile_ep *ep)
+{
+	switch (m) {
+	case 6: tile(6, 0, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 5: tile(5, 0, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 4: tile(4, 0, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 3: tile(3, 1, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 2: tile(2, 1, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 1: tile(1, 1, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	default: break;
+	}
+}
+
 void kgemm_ukernel_6x16__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 			      float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
-	switch (m) {
-	case 6: tile(6, 0, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 5: tile(5, 0, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 4: tile(4, 0, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 3: tile(3, 1, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 2: tile(2, 1, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 1: tile(1, 1, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	default: break;
-	}
+	tile_m(m, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep);
 }
 
 void kgemm_ukernel_6x16_seg__avx2(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
 				  const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
-	switch (m) {
-	case 6: tile(6, 0, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
-	case 5: tile(5, 0, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
-	case 4: tile(4, 0, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
-	case 3: tile(3, 1, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
-	case 2: tile(2, 1, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
-	case 1: tile(1, 1, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep); break;
-	default: break;
-	}
+	tile_m(m, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep);
 }
