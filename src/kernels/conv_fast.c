@@ -227,6 +227,20 @@ static void im2col(const kconv_geom *g, const float *x, int64_t p0, int64_t np, 
 			}
 }
 
+/* The GEMM epilogue for output channels from o0 of one image, whose
+ * output starts at y + at (rows of P pixels). */
+static k_epilogue conv_epilogue(const conv_job *j, int64_t o0, int64_t at)
+{
+	k_epilogue ep = k_epilogue_none();
+	ep.bias_m = j->bias ? j->bias + o0 : NULL;
+	ep.act = j->g.act;
+	if (j->res) {
+		ep.residual = j->res + at; /* may alias C: the GEMM reads it first */
+		ep.ld_residual = j->p.P;
+	}
+	return ep;
+}
+
 static void conv_task(void *ctx, int64_t t, int thread)
 {
 	const conv_job *j = ctx;
@@ -250,16 +264,10 @@ static void conv_task(void *ctx, int64_t t, int thread)
 		B = (const float *)slot;
 		rs_b = np;
 	}
-	k_epilogue ep = k_epilogue_none();
-	ep.bias_m = j->bias ? j->bias + o0 : NULL;
-	ep.act = g->act;
 	int64_t at = (n * g->O + o0) * p->P + p0;
-	if (j->res) {
-		ep.residual = j->res + at; /* may alias C: the GEMM reads it first */
-		ep.ld_residual = p->P;
-	}
-	float *C = j->y + at;
-	kgemm_f32(no, np, p->K, j->w + o0 * p->K, p->K, 1, B, rs_b, 1, C, p->P, &ep, NULL, slot + p->col_bytes);
+	k_epilogue ep = conv_epilogue(j, o0, at);
+	kgemm_f32(no, np, p->K, j->w + o0 * p->K, p->K, 1, B, rs_b, 1, j->y + at, p->P, &ep, NULL,
+		  slot + p->col_bytes);
 }
 
 static size_t conv_ws(const k_call *call, int nthreads)
@@ -304,13 +312,7 @@ static void conv_whole(const conv_job *j, rt_pool *pool)
 				x = col;
 			}
 			int64_t o0 = grp * g->Og, at = (n * g->O + o0) * p->P;
-			k_epilogue ep = k_epilogue_none();
-			ep.bias_m = j->bias ? j->bias + o0 : NULL;
-			ep.act = g->act;
-			if (j->res) {
-				ep.residual = j->res + at;
-				ep.ld_residual = p->P;
-			}
+			k_epilogue ep = conv_epilogue(j, o0, at);
 			kgemm_f32(g->Og, p->P, p->K, j->w + o0 * p->K, p->K, 1, x, p->P, 1, j->y + at, p->P, &ep, pool,
 				  j->ws + p->col_bytes);
 		}
