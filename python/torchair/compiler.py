@@ -141,7 +141,7 @@ def check_node(node: Node) -> str | None:
             if isinstance(v, torch.Tensor):
                 L.add_input(inp)
             elif isinstance(v, torch.SymInt):
-                pass
+                L.bind_symbols([v], inp.name)  # as lower_subgraph's size inputs do
             else:
                 return f"input {inp.name} is not a tensor"
         fn(L, node)
@@ -198,20 +198,30 @@ def _disabled_passes(config: CompilerConfig) -> int:
 class AirSubgraph:
     """Runs one compiled subgraph: one C call. Replaces a fused submodule.
     Arguments that are frozen (lowered as constants) or SymInts are dropped:
-    tensor_args lists the positions passed to C."""
+    tensor_args lists the positions passed to C. A SymInt that no tensor
+    input has as a dim (size_args) goes in after them as the shape of an
+    empty [0, n] tensor, which binds its symbol."""
 
     def __init__(
-        self, model: Any, tensor_args: list[int] | None, single: bool, report: str, frozen: list[Node] | None = None
+        self,
+        model: Any,
+        tensor_args: list[int] | None,
+        single: bool,
+        report: str,
+        frozen: list[Node] | None = None,
+        size_args: list[int] | None = None,
     ) -> None:
         self.model = model
         self.tensor_args = tensor_args
+        self.size_args = size_args or []
         self.single = single
         self.air_report = report
         self.frozen = frozen or []  # the outer placeholders this subgraph holds as constants
 
     def __call__(self, *args: Any) -> Any:
         if self.tensor_args is not None:
-            args = tuple(args[i] for i in self.tensor_args)
+            sizes = [torch.empty((0, int(args[i]))) for i in self.size_args]
+            args = tuple([args[i] for i in self.tensor_args] + sizes)
         outs = self.model.run(args)
         return outs[0] if self.single else tuple(outs)
 
@@ -245,6 +255,14 @@ def lower_subgraph(
             ph.meta["val"] = val
         else:
             raise Unsupported(f"subgraph input {ph.name} is a {type(val).__name__}")
+    # sizes that no tensor input has as a dim: a subgraph that starts after
+    # a flattening view ([s0*s1, C]) and views back to [s0, s1, C]
+    size_args: list[int] = []
+    for i, ph in enumerate(placeholders):
+        val = ph.meta.get("val")
+        if i not in tensor_args and isinstance(val, torch.SymInt) and L.add_size_input(val, ph.name):
+            size_args.append(i)
+            in_dtypes.append(torch.float32)
     out_node = None
     for n in sub.graph.nodes:
         if n.op == "placeholder":
@@ -272,7 +290,7 @@ def lower_subgraph(
         disabled_passes=_disabled_passes(config),
     )
     all_tensors = len(tensor_args) == len(placeholders)
-    return AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used)
+    return AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args)
 
 
 def _empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:

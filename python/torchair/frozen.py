@@ -173,7 +173,8 @@ class FrozenGraph:
         for k in sorted({k for i in changed for k in self._users[i]}):
             air = s.holders[k][0]
             new = self._lower_for(s.holders[k], args)
-            air.model, air.tensor_args, air.single, air.air_report = new.model, new.tensor_args, new.single, new.air_report
+            air.model, air.tensor_args, air.size_args = new.model, new.tensor_args, new.size_args
+            air.single, air.air_report = new.single, new.air_report
             self.report.rebuilt_subgraphs += 1
         # only after every rebuild succeeded: a failed one is retried next call
         s.entries = [(i, args[i], args[i]._version, args[i].data_ptr()) for i, _, _, _ in s.entries]

@@ -68,6 +68,9 @@ class Lowerer:
         self.g = _C.Graph()
         self.env: dict[Node, Any] = {}
         self.symbols: dict[sympy.Symbol, int] = {}
+        # whole size expressions of inputs (s0*s1 after a flattening view),
+        # bound as symbols of their own: see bind_symbols
+        self.composites: dict[sympy.Expr, int] = {}
         self._scalar_cache: dict[tuple[Any, int], Value] = {}
 
     # ---- symbolic sizes -------------------------------------------------
@@ -87,12 +90,31 @@ class Lowerer:
         return [self.dim(s) for s in sizes]
 
     def bind_symbols(self, sizes: Sequence[Any], name: str) -> None:
-        """Creates a symbol for each bare-symbol size of an input."""
+        """Creates a symbol for each symbolic size of an input: a bare
+        symbol (s0) binds that symbol; an expression (s0*s1, the rows of a
+        flattened [s0, s1, C] input) binds a symbol for the whole
+        expression, used where its parts are not known. A subgraph that
+        starts after a flattening view (an addmm on [s0*s1, C]) then needs
+        no bare s1, which no input of it has."""
         for i, s in enumerate(sizes):
             if isinstance(s, torch.SymInt):
                 expr = s.node.expr
-                if isinstance(expr, sympy.Symbol) and expr not in self.symbols:
-                    self.symbols[expr] = self.g.symbol(str(expr))
+                if isinstance(expr, sympy.Symbol):
+                    if expr not in self.symbols:
+                        self.symbols[expr] = self.g.symbol(str(expr))
+                elif not expr.is_number and expr not in self.composites:
+                    self.composites[expr] = self.g.symbol(str(expr))
+
+    def add_size_input(self, size: Any, name: str) -> bool:
+        """For a SymInt argument that is a bare symbol no tensor input has
+        bound: an f32 input of dims [0, size] (empty, so its caller passes
+        torch.empty((0, n)) at no cost) that binds it. False if not needed."""
+        expr = size.node.expr
+        if not isinstance(expr, sympy.Symbol) or expr in self.symbols:
+            return False
+        self.bind_symbols([size], name)
+        self.g.input(air_dtype(torch.float32), [0, self.symbols[expr]], name)
+        return True
 
     def _expr(self, e: sympy.Expr) -> int:
         if e.is_Integer:
@@ -104,6 +126,8 @@ class Lowerer:
             if e not in self.symbols:
                 raise Unsupported(f"symbol {e} is not a dim of any input of this subgraph")
             return self.symbols[e]
+        if e in self.composites and not e.free_symbols <= self.symbols.keys():
+            return self.composites[e]
         if isinstance(e, sympy.Add):
             pos, neg = [], []
             for term in e.args:

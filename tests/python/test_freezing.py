@@ -477,7 +477,6 @@ def test_inference_mode_and_dynamic_shapes():
         model.head.weight.mul_(2)  # (in-place under inference_mode bumps a normal tensor's version)
         _close(compiled(x), model(x))
     r = _inference_report(reports)
-    # (some addmms fall back to eager on symbolic sizes today; their weights stay inputs)
     assert r.freezing == "on" and r.frozen_tensors > 0, str(r)
     assert r.rebuild_calls == [4], str(r)
 

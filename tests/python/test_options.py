@@ -299,6 +299,35 @@ def test_enable_dynamic_shape_true_serves_every_size_with_one_compile():
     assert reports[0].fallbacks == [], str(reports[0])
 
 
+class _TokenMLP(torch.nn.Module):
+    """Linears over [batch, tokens, features], as in a transformer block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = torch.nn.Linear(32, 64)
+        self.down = torch.nn.Linear(64, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.relu(self.up(x))) + x
+
+
+def test_dynamic_batch_and_tokens_run_the_linears_in_torchair():
+    # aot_autograd flattens [s0, s1, C] to [s0*s1, C] around each addmm and
+    # views back to [s0, s1, C]: the addmm's subgraph has no input with a
+    # bare s1 (the product binds a symbol of its own), and the view back
+    # gets s0 and s1 from its SymInt arguments. Both used to fall back.
+    model = _TokenMLP().eval()
+    compiled, reports = compile_recording(model, dynamic=True)
+    with torch.no_grad():
+        for b, n in ((2, 5), (3, 7), (4, 2), (2, 9)):
+            x = torch.randn(b, n, 32)
+            torch.testing.assert_close(compiled(x), model(x))
+    (r,) = reports
+    falling = [op for _, op, _ in r.fallbacks if op.startswith("aten.")]
+    assert falling == [], str(r)  # only the size arithmetic (a SymInt mul) stays in Python
+    assert len(r.subgraphs) == 1 and r.subgraphs[0].compiled, str(r)
+
+
 def test_enable_dynamic_shape_false_refuses_symbolic_shapes():
     inner = _compile_error(_scale, torch.randn(3, 4), dynamic=True, options={"enable_dynamic_shape": False})
     assert isinstance(inner, torchair.NotBuiltError)
