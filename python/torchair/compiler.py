@@ -141,7 +141,7 @@ def check_node(node: Node) -> str | None:
             if isinstance(v, torch.Tensor):
                 L.add_input(inp)
             elif isinstance(v, torch.SymInt):
-                L.bind_symbols([v], inp.name)  # as lower_subgraph's size inputs do
+                L.add_size_input(v, inp.name)  # as lower_subgraph does
             else:
                 return f"input {inp.name} is not a tensor"
         fn(L, node)
