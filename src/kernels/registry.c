@@ -7,6 +7,7 @@
 
 #include "kernels/attention_fast.h"
 #include "kernels/conv_nhwc.h"
+#include "kernels/fused_fast.h"
 #include "kernels/linalg_fast.h"
 #include "kernels/rowops_fast.h"
 #include "ops/op.h"
@@ -24,6 +25,7 @@ static const k_kernel *const permute[] = {&kfast_permute_nchw_nhwc, NULL};
 static const k_kernel *const max_pool2d_nhwc[] = {&kfast_max_pool2d_nhwc, NULL};
 static const k_kernel *const avg_pool2d_nhwc[] = {&kfast_avg_pool2d_nhwc, NULL};
 static const k_kernel *const adaptive_avg_pool2d_nhwc[] = {&kfast_adaptive_avg_pool2d_nhwc, NULL};
+static const k_kernel *const fused[] = {&kfast_fused_elementwise, NULL};
 static const k_kernel *const softmax[] = {&kfast_softmax_rows, NULL};
 static const k_kernel *const log_softmax[] = {&kfast_log_softmax_rows, NULL};
 static const k_kernel *const layer_norm[] = {&kfast_layer_norm_rows, NULL};
@@ -48,6 +50,7 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_max_pool2d_nhwc: return max_pool2d_nhwc;
 	case OP_avg_pool2d_nhwc: return avg_pool2d_nhwc;
 	case OP_adaptive_avg_pool2d_nhwc: return adaptive_avg_pool2d_nhwc;
+	case OP_fused_elementwise: return fused;
 	case OP_softmax: return softmax;
 	case OP_log_softmax: return log_softmax;
 	case OP_layer_norm: return layer_norm;

@@ -4,6 +4,9 @@
  * uses, or one that is a graph output, ends a group; AIR_COMPILE_NO_FUSION
  * keeps one step per op. Checked through the public API and the report. */
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "air/air.h"
@@ -153,11 +156,91 @@ static void test_branch(void)
 	air_graph_destroy(g);
 }
 
+/* Every instruction of the fused program: [op, neg] (two ops, so they
+ * fuse) run by the fast kernel and by the reference one, on random values
+ * and the special ones. vmath's functions and x * x * x (for pow 3) are
+ * within a few ulp of libm's; everything else is the same expression. */
+typedef struct fused_case {
+	const char *op;
+	int scalar_first; /* 0: op(x) or op(x, c); 1: op(c, x) */
+	int binary;
+	float c;
+} fused_case;
+
+static const fused_case fused_cases[] = {
+	{"neg", 0, 0, 0}, {"abs", 0, 0, 0}, {"exp", 0, 0, 0}, {"log", 0, 0, 0}, {"sqrt", 0, 0, 0},
+	{"rsqrt", 0, 0, 0}, {"sin", 0, 0, 0}, {"cos", 0, 0, 0}, {"tanh", 0, 0, 0}, {"sigmoid", 0, 0, 0},
+	{"erf", 0, 0, 0}, {"relu", 0, 0, 0}, {"gelu", 0, 0, 0}, {"gelu_tanh", 0, 0, 0}, {"silu", 0, 0, 0},
+	{"hardswish", 0, 0, 0}, {"hardsigmoid", 0, 0, 0}, {"reciprocal", 0, 0, 0}, {"add", 0, 1, 0.75f},
+	{"sub", 0, 1, 0.75f}, {"sub", 1, 1, 0.75f}, {"mul", 0, 1, -1.5f}, {"div", 0, 1, 3.0f},
+	{"div", 1, 1, 3.0f}, {"maximum", 0, 1, 0.5f}, {"minimum", 0, 1, 0.5f}, {"maximum", 0, 1, NAN},
+	{"pow", 0, 1, 2.0f}, {"pow", 0, 1, 3.0f}, {"pow", 0, 1, 2.5f}, {"pow", 1, 1, 1.5f},
+};
+
+static bool close_enough(float a, float b)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b);
+	if (isinf(a) || isinf(b))
+		return a == b;
+	return fabsf(a - b) <= 1e-5f * fabsf(b) + 1e-6f;
+}
+
+static void test_fast_matches_reference(int64_t n)
+{
+	static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e30f, -1e30f, 1e-40f, -3.0f, 3.0f, 6.0f};
+	const int ns = (int)(sizeof special / sizeof special[0]);
+	float *x = malloc(sizeof(float) * (size_t)n), *a = malloc(sizeof(float) * (size_t)n),
+	      *b = malloc(sizeof(float) * (size_t)n);
+	uint64_t s = 12345;
+	for (int64_t i = 0; i < n; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		x[i] = i < ns ? special[i] : (float)((s >> 40) & 0xffffff) / (float)(1 << 20) - 8.0f;
+	}
+	for (size_t k = 0; k < sizeof fused_cases / sizeof fused_cases[0]; k++) {
+		const fused_case *fc = &fused_cases[k];
+		air_graph *g;
+		CHECK_OK(air_graph_create(&g));
+		air_dim d = n;
+		air_value v;
+		CHECK_OK(air_graph_add_input(g, "x", AIR_F32, 1, &d, &v));
+		if (!fc->binary)
+			v = node1(g, fc->op, v);
+		else if (fc->scalar_first)
+			v = node2(g, fc->op, scalar(g, fc->c), v);
+		else
+			v = node2(g, fc->op, v, scalar(g, fc->c));
+		v = node1(g, "neg", v);
+		CHECK_OK(air_graph_set_outputs(g, &v, 1));
+		air_model *fast = compile(g, 0, 0), *ref = compile(g, AIR_COMPILE_REFERENCE_KERNELS, 0);
+		CHECK(strstr(air_model_report(fast), "fused_elementwise_vec") != NULL);
+		CHECK(strstr(air_model_report(ref), "fused_elementwise_tiles") != NULL);
+		run(fast, x, n, a, NULL);
+		run(ref, x, n, b, NULL);
+		int64_t bad = 0, first = -1;
+		for (int64_t i = 0; i < n; i++)
+			if (!close_enough(a[i], b[i]) && bad++ == 0)
+				first = i;
+		if (bad)
+			fprintf(stderr, "fused %s%s (c %g), n %lld: %lld differ, first x %g: fast %g ref %g\n", fc->op,
+				fc->scalar_first ? " (scalar first)" : "", (double)fc->c, (long long)n, (long long)bad,
+				(double)x[first], (double)a[first], (double)b[first]);
+		CHECK(bad == 0);
+		air_model_destroy(fast);
+		air_model_destroy(ref);
+		air_graph_destroy(g);
+	}
+	free(x), free(a), free(b);
+}
+
 int main(void)
 {
 	const int64_t sizes[] = {1, 7, 512, 513, 100003};
 	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
 		test_chain(sizes[k]);
 	test_branch();
+	const int64_t fast_sizes[] = {11, 13, 512, 1000, 40000};
+	for (size_t k = 0; k < sizeof fast_sizes / sizeof fast_sizes[0]; k++)
+		test_fast_matches_reference(fast_sizes[k]);
 	return check_report("test_fuse");
 }
