@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/conv_nhwc.h"
+#include "kernels/fused_fast.h"
 #include "kernels/linalg_fast.h"
 #include "kernels/rowops_fast.h"
 #include "ops/op.h"
@@ -49,11 +50,14 @@ static const k_kernel *const residual_in_place[] = {
 
 /* The vmath kernels of the unary ops (kernels/rowops_fast.c): each task
  * runs kv_<f>_f32 on its own chunk, which vmath.h documents as safe in
- * place (x == y): every vector is loaded before its result is stored. */
+ * place (x == y): every vector is loaded before its result is stored. The
+ * fast fused_elementwise (kernels/fused_fast.c) is the reference's tile
+ * loop whose instructions are such vmath calls or loops out[i] = f(in[i]). */
 static const k_kernel *const unary_in_place[] = {
 #define VMATH_ENTRY_(name) &kfast_##name##_vmath,
 	KFAST_VMATH_OPS(VMATH_ENTRY_)
 #undef VMATH_ENTRY_
+	&kfast_fused_elementwise,
 	NULL,
 };
 
