@@ -195,6 +195,7 @@ enum {
 	AIR_PASS_FUSE_EPILOGUE = 1u << 3,    /* conv/linear/mm + bias + act + residual -> one kernel */
 	AIR_PASS_FUSE_ELEMENTWISE = 1u << 4, /* elementwise chains -> fused_elementwise */
 	AIR_PASS_LAYOUT = 1u << 5,           /* CNN regions in the kernels' layout */
+	AIR_PASS_FUSE_ACTIVATION = 1u << 6,  /* GELU written out in elementwise ops -> one op */
 };
 
 /* Name of one AIR_PASS_* bit ("fold_batchnorm"), or NULL. */

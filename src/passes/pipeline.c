@@ -26,6 +26,9 @@ air_status pass_simplify(air_graph *g, const pass_options *po, pass_log *log);
 air_status pass_fold_batchnorm(air_graph *g, const pass_options *po, pass_log *log);
 air_status pass_fuse_epilogue(air_graph *g, const pass_options *po, pass_log *log);
 
+/* passes/fuse_activation.c */
+air_status pass_fuse_activation(air_graph *g, const pass_options *po, pass_log *log);
+
 /* passes/fuse_attention.c */
 air_status pass_fuse_attention(air_graph *g, const pass_options *po, pass_log *log);
 
@@ -36,6 +39,7 @@ static const pass_row PIPELINE[] = {
 	{AIR_PASS_SIMPLIFY, "simplify", false, pass_simplify},
 	{AIR_PASS_FOLD_BATCHNORM, "fold_batchnorm", false, pass_fold_batchnorm},
 	{AIR_PASS_FUSE_ATTENTION, "fuse_attention", true, pass_fuse_attention},
+	{AIR_PASS_FUSE_ACTIVATION, "fuse_activation", true, pass_fuse_activation},
 	{AIR_PASS_FUSE_EPILOGUE, "fuse_epilogue", true, pass_fuse_epilogue},
 	{AIR_PASS_FUSE_ELEMENTWISE, "fuse_elementwise", true, run_fuse_elementwise},
 	{AIR_PASS_LAYOUT, "layout", false, pass_layout},

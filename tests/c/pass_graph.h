@@ -64,13 +64,13 @@ static air_value binary(air_graph *g, const char *op, air_value a, air_value b)
 	return node(g, op, in, 2, NULL, 0);
 }
 
-static air_attr iattr(const char *name, int64_t v)
+static inline air_attr iattr(const char *name, int64_t v)
 {
 	air_attr a = {name, AIR_ATTR_INT, v, 0, NULL, 0};
 	return a;
 }
 
-static air_attr ints(const char *name, const int64_t *v, int n)
+static inline air_attr ints(const char *name, const int64_t *v, int n)
 {
 	air_attr a = {name, AIR_ATTR_INTS, 0, 0, v, n};
 	return a;

@@ -34,3 +34,31 @@ def test_model_matches_eager_with_no_fallback(name):
     for got in (out, again):
         ok, detail = check_accuracy(got, ref32, ref64)
         assert ok, detail
+
+
+class _NewGELU(torch.nn.Module):
+    """GPT-2's ``gelu_new`` as Hugging Face writes it: six elementwise ops."""
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def test_written_out_gelu_runs_in_the_linear_epilogue():
+    """fuse_activation makes the six ops one gelu_tanh, which fuse_epilogue
+    puts into the linear: one step for the MLP's first half. Without the
+    pass they stay separate steps; both match eager."""
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 256), _NewGELU(), torch.nn.Linear(256, 64)).eval()
+    x = torch.randn(3, 17, 64) * 3
+    with torch.no_grad():
+        ref32 = mlp(x)
+        ref64 = copy.deepcopy(mlp).double()(x.double())
+        for options, fused in (({}, True), ({"disabled_passes": ["fuse_activation"]}, False)):
+            torch._dynamo.reset()
+            compiled, reports = compile_recording(mlp, options)
+            out = compiled(x)
+            air = "\n".join(s.air_report for r in reports for s in r.subgraphs if s.compiled)
+            assert ("linear epilogue: + bias -> gelu_tanh" in air) == fused, air
+            assert ("1 tanh GELU(s)" in air) == fused, air
+            ok, detail = check_accuracy(out, ref32, ref64)
+            assert ok, detail
