@@ -166,6 +166,18 @@ void kgemm_act_tile(float *c, int64_t ldc, int64_t m, int64_t n, k_act act)
 		f(c + r * ldc, c + r * ldc, n);
 }
 
+void kgemm_epilogue_row(float *y, const float *res, int64_t n, k_act act)
+{
+	if (res)
+		for (int64_t i = 0; i < n; i++)
+			y[i] += res[i];
+	if (kgemm_act_is_transcendental(act))
+		kgemm_act_tile(y, n, 1, n, act);
+	else if (act != K_ACT_NONE)
+		for (int64_t i = 0; i < n; i++)
+			y[i] = kgemm_act_simple_f32(y[i], act);
+}
+
 /* ---- packing ------------------------------------------------------------ */
 
 static size_t kgemm_align(size_t n)
@@ -693,6 +705,13 @@ void kgemm_f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t r
 		      const kgemm_packed_b *B, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
 		      void *workspace)
 {
+	kgemm_f32_packed_cols(M, N, K, A, rs_a, cs_a, B, 0, C, ldc, ep, pool, workspace);
+}
+
+void kgemm_f32_packed_cols(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a,
+			   const kgemm_packed_b *B, int64_t j0, float *C, int64_t ldc, const k_epilogue *ep,
+			   rt_pool *pool, void *workspace)
+{
 	k_epilogue none;
 	ep = kgemm_ep_or_none(ep, &none);
 	if (kgemm_trivial(1, M, N, K, C, 0, ldc, ep))
@@ -702,7 +721,10 @@ void kgemm_f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t r
 	const kgemm_ukernel_desc *uk = kgemm_ukernel();
 	if (B->nr != uk->nr) /* unreachable; never read panels of another width */
 		return;
-	kgemm_run(uk, 1, M, N, K, A, 0, rs_a, cs_a, B->data, 0, C, 0, ldc, ep, pool, workspace);
+	if (j0 % uk->nr != 0 || j0 + N > k_cdiv(B->N, uk->nr) * uk->nr || K != B->K)
+		return; /* unreachable for callers that keep the contract */
+	kgemm_run(uk, 1, M, N, K, A, 0, rs_a, cs_a, B->data + (j0 / uk->nr) * K * uk->nr, 0, C, 0, ldc, ep, pool,
+		  workspace);
 }
 
 void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a, const float *B,

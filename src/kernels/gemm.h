@@ -61,6 +61,12 @@ void kgemm_f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t r
 		      const kgemm_packed_b *B, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
 		      void *workspace);
 
+/* The same with only columns [j0, j0 + N) of the packed B (j0 a multiple
+ * of kgemm_tile_cols(); bias_n and C are those columns' own). */
+void kgemm_f32_packed_cols(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a,
+			   const kgemm_packed_b *B, int64_t j0, float *C, int64_t ldc, const k_epilogue *ep,
+			   rt_pool *pool, void *workspace);
+
 /* C = epilogue(A @ B) with B packed on the fly (activations x activations). */
 void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a, const float *B,
 	       int64_t rs_b, int64_t cs_b, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,

@@ -96,6 +96,11 @@ float kgemm_act_simple_f32(float x, k_act act);
  * standalone elementwise op. */
 void kgemm_act_tile(float *c, int64_t ldc, int64_t m, int64_t n, k_act act);
 
+/* y = act(y + res) over n floats (res may be NULL), for kernels that
+ * apply the epilogue after the GEMM rather than in it: the same values as
+ * the tile epilogue gives. */
+void kgemm_epilogue_row(float *y, const float *res, int64_t n, k_act act);
+
 void kgemm_ukernel_4x16__scalar(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 				float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 #ifdef AIR_HAVE_X86

@@ -9,13 +9,14 @@
 #include "kernels/conv_nhwc.h"
 #include "kernels/fused_fast.h"
 #include "kernels/linalg_fast.h"
+#include "kernels/linear_rows.h"
 #include "kernels/rowops_fast.h"
 #include "ops/op.h"
 
 static const k_kernel *const none[] = {NULL};
 static const k_kernel *const mm[] = {&kfast_mm_packed, &kfast_mm, NULL};
 static const k_kernel *const addmm[] = {&kfast_addmm_packed, &kfast_addmm, NULL};
-static const k_kernel *const linear[] = {&kfast_linear_packed, &kfast_linear, NULL};
+static const k_kernel *const linear[] = {&kfast_linear_rows, &kfast_linear_packed, &kfast_linear, NULL};
 static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
 static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, NULL};
 static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,

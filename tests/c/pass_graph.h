@@ -13,7 +13,7 @@
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static float frand(void)
+static inline float frand(void)
 {
 	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
 	return (float)((double)(rng >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
@@ -31,7 +31,7 @@ static float *randv(int64_t n, float lo, float hi)
 static float *keep[1024];
 static int nkeep;
 
-static air_value constant(air_graph *g, int rank, const int64_t *dims, float lo, float hi)
+static inline air_value constant(air_graph *g, int rank, const int64_t *dims, float lo, float hi)
 {
 	int64_t n = 1;
 	for (int d = 0; d < rank; d++)
@@ -43,14 +43,14 @@ static air_value constant(air_graph *g, int rank, const int64_t *dims, float lo,
 	return v;
 }
 
-static air_value input(air_graph *g, const char *name, int rank, const int64_t *dims)
+static inline air_value input(air_graph *g, const char *name, int rank, const int64_t *dims)
 {
 	air_value v;
 	CHECK_OK(air_graph_add_input(g, name, AIR_F32, rank, dims, &v));
 	return v;
 }
 
-static air_value node(air_graph *g, const char *op, const air_value *in, int n, const air_attr *attrs, int na)
+static inline air_value node(air_graph *g, const char *op, const air_value *in, int n, const air_attr *attrs, int na)
 {
 	air_value out = 0;
 	int nout;
@@ -58,7 +58,7 @@ static air_value node(air_graph *g, const char *op, const air_value *in, int n, 
 	return out;
 }
 
-static air_value binary(air_graph *g, const char *op, air_value a, air_value b)
+static inline air_value binary(air_graph *g, const char *op, air_value a, air_value b)
 {
 	air_value in[2] = {a, b};
 	return node(g, op, in, 2, NULL, 0);
@@ -87,7 +87,7 @@ static air_model *compile(const air_graph *g, uint32_t flags, uint32_t disabled)
 	return m;
 }
 
-static int steps(const air_model *m)
+static inline int steps(const air_model *m)
 {
 	const char *p = m ? strstr(air_model_report(m), "steps: ") : NULL;
 	return p ? atoi(p + 7) : -1;

@@ -121,7 +121,10 @@ def test_same_outputs_and_smaller_plan(name: str) -> None:
             assert f"({mem['no_reuse_bytes']} bytes)" in sub.air_report, sub.air_report
             assert "weights held by the model" in sub.air_report
         assert "arena" in report.memory_summary()
-    assert torch.equal(outs[True], outs[False]), name
+    # with the optimization a linear reads its weight in place (linear_gemm_weight_rows) instead of
+    # a packed copy: the same products, but a tile of fewer than 4 rows sums even and odd k apart,
+    # and which outputs fall in such a tile differs, so the two agree to an ulp or so, not bitwise
+    torch.testing.assert_close(outs[True], outs[False], rtol=1e-5, atol=1e-6, msg=name)
     with torch.no_grad():
         torch.testing.assert_close(outs[True], model(*inputs), rtol=1e-4, atol=1e-4)
     planned = sum(m["arena_bytes"] for m in plans[True])
