@@ -725,9 +725,14 @@ static void test_index(void)
 		{3, {2, 0, 5}, 1, {0}, {1}, {{3}}},
 		{2, {300, 200}, 1, {0}, {1}, {{301}}},
 		{3, {50, 60, 70}, 2, {0, 2}, {2, 2}, {{13, 1}, {1, 11}}},
+		/* nearest upsample: [OH, 1] and [OW] on the last two axes, one
+		 * element per row (the 1-D gather runs of 4-byte elements) */
+		{4, {2, 3, 5, 7}, 2, {2, 3}, {2, 1}, {{10, 1}, {14}}},
+		{4, {1, 2, 9, 33}, 2, {2, 3}, {2, 1}, {{17, 1}, {65}}},
+		{3, {4, 6, 8}, 1, {2}, {1}, {{19}}},
 	};
-	for (int ti = 0; ti < 2; ti++) {
-		air_dtype idt = ti ? AIR_I32 : AIR_I64;
+	for (int ti = 0; ti < 4; ti++) {
+		air_dtype idt = ti % 2 ? AIR_I32 : AIR_I64, xdt = ti < 2 ? AIR_F64 : AIR_F32;
 		for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
 			int rank = cases[ci].rank, k = cases[ci].k;
 			const int64_t *xd = cases[ci].xd;
@@ -742,9 +747,12 @@ static void test_index(void)
 			}
 			int64_t nx = numel_of(rank, xd);
 			double *xv = th_values(nx, AIR_F64);
-			void *x = th_as(xv, nx, AIR_F64);
+			if (xdt == AIR_F32) /* the values f32 holds, so the gather is exact */
+				for (int64_t i = 0; i < nx; i++)
+					xv[i] = (double)(float)xv[i];
+			void *x = th_as(xv, nx, xdt);
 			th_arg args[4];
-			args[0] = th_make(AIR_F64, x, rank, xd);
+			args[0] = th_make(xdt, x, rank, xd);
 			int64_t *iv[3];
 			void *idx[3];
 			for (int j = 0; j < k; j++) {
@@ -777,9 +785,10 @@ static void test_index(void)
 				void *y = th_run(m, args, 1 + k, &r, got);
 				if (y) {
 					char label[64];
-					snprintf(label, sizeof label, "index case %zu %s", ci, air_dtype_name(idt));
+					snprintf(label, sizeof label, "index case %zu %s %s", ci, air_dtype_name(idt),
+						 air_dtype_name(xdt));
 					check_shape(label, r, got, orank, od);
-					th_compare(label, AIR_F64, y, want, NULL, numel_of(orank, od), 0, 0);
+					th_compare(label, xdt, y, want, NULL, numel_of(orank, od), 0, 0);
 				}
 				free(y);
 				air_model_destroy(m);
@@ -840,6 +849,28 @@ static void test_index_mask_and_errors(void)
 			fprintf(stderr, "index error message: %s\n", air_last_error());
 		free(y);
 		air_model_destroy(m);
+	}
+	/* out of range inside a 1-D gather run (f32, the last axis moving):
+	 * row 1, column 2 holds 4 of size 4 */
+	{
+		int64_t rows_i[2] = {0, 2}, cols_i[3] = {1, -1, 4}, rd[2] = {2, 1}, cd[1] = {3};
+		int64_t ax01[2] = {0, 1};
+		at[0] = th_ints("axes", ax01, 2);
+		th_arg a[3] = {th_make(AIR_F32, x, 2, xd), th_make(AIR_I64, rows_i, 2, rd),
+			       th_make(AIR_I64, cols_i, 1, cd)};
+		m = th_compile("index", a, 3, at, 1, 0);
+		if (m) {
+			int r;
+			int64_t got[AIR_MAX_RANK];
+			air_status st;
+			void *y = th_run_status(m, a, 3, &r, got, &st);
+			CHECK(y == NULL && st == AIR_INVALID_ARGUMENT);
+			CHECK(strstr(air_last_error(), "index 4 is out of bounds for dimension 1 with size 4") != NULL);
+			if (!strstr(air_last_error(), "index 4 is out of bounds"))
+				fprintf(stderr, "index error message: %s\n", air_last_error());
+			free(y);
+			air_model_destroy(m);
+		}
 	}
 	/* build errors: shapes that do not broadcast, axes not increasing,
 	 * count mismatch, too many index tensors, float indices, bad axis */

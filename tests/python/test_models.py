@@ -62,3 +62,37 @@ def test_written_out_gelu_runs_in_the_linear_epilogue():
             assert ("1 tanh GELU(s)" in air) == fused, air
             ok, detail = check_accuracy(out, ref32, ref64)
             assert ok, detail
+
+
+class _UpCat(torch.nn.Module):
+    """A U-Net decoder step: nearest upsample, concatenate the skip, 3x3 conv."""
+
+    def __init__(self, c: int = 16, size=None):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2 * c, c, 3, padding=1)
+        self.size = size
+
+    def forward(self, x, skip):
+        if self.size is None:
+            u = torch.nn.functional.interpolate(x, scale_factor=2, mode="nearest")
+        else:
+            u = torch.nn.functional.interpolate(x, size=self.size, mode="nearest")
+        return torch.relu(self.conv(torch.cat([u, skip], 1)))
+
+
+@pytest.mark.parametrize("size", [None, (29, 45)])
+def test_nearest_upsample_matches_eager_with_no_fallback(size):
+    """aten's nearest upsample reaches libair as an index with [OH, 1] and
+    [OW] index tensors; its rows are 1-D gathers (kernels/ref/index.c)."""
+    torch.manual_seed(0)
+    model = _UpCat(size=size).eval()
+    x = torch.randn(2, 16, 14, 17)
+    skip = torch.randn(2, 16, 28, 34) if size is None else torch.randn(2, 16, *size)
+    with torch.no_grad():
+        ref32 = model(x, skip)
+        ref64 = copy.deepcopy(model).double()(x.double(), skip.double())
+        compiled, reports = compile_recording(model)
+        out = compiled(x, skip)
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+    ok, detail = check_accuracy(out, ref32, ref64)
+    assert ok, detail
