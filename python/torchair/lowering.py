@@ -701,6 +701,34 @@ def _layer_norm(L: Lowerer, n: Node) -> tuple[Value, ...]:
     return tuple(L.node("layer_norm", inputs, attrs))
 
 
+@lowers(aten.native_group_norm.default, outputs=(0, 1, 2))
+def _group_norm(L: Lowerer, n: Node) -> tuple[Value, ...]:
+    """GroupNorm as a layer norm over each group's elements, which are contiguous in
+    [N, C, *spatial] ([N, G, C/G * HxW]), then the per-channel affine as a broadcast
+    multiply and add. Returns (out, mean [N, G], rstd [N, G]) as aten does. Sizes come
+    from the tensors' shapes, so a symbolic batch or image size stays symbolic."""
+    x, w, b = n.args[:3]
+    groups, eps = n.args[6], n.args[7]
+    xm = meta(x)
+    C = xm.shape[1]
+    if not isinstance(groups, int) or not isinstance(C, int) or groups <= 0 or C % groups != 0:
+        raise Unsupported(f"group_norm: {C} channels in {groups} groups")
+    per_group = C // groups
+    for s in xm.shape[2:]:
+        per_group = per_group * s
+    flat = L.node("reshape", [L.value(x)], {"shape": L.dims([xm.shape[0], groups, per_group])})
+    y, mean, rstd = L.node("layer_norm", [flat], {"normalized_ndim": 1, "eps": float(eps), "has_weight": 0,
+                                                  "has_bias": 0})
+    y = L.node("reshape", [y], {"shape": L.dims(xm.shape)})
+    per_channel = [C] + [1] * (xm.dim() - 2)
+    if w is not None:
+        y = L.node("mul", [y, L.node("reshape", [L.value(w)], {"shape": per_channel})])
+    if b is not None:
+        y = L.node("add", [y, L.node("reshape", [L.value(b)], {"shape": per_channel})])
+    stats = {"shape": L.dims([xm.shape[0], groups])}
+    return y, L.node("reshape", [mean], stats), L.node("reshape", [rstd], stats)
+
+
 # ---- matrix products, convolution, pooling, attention ---------------------
 
 
