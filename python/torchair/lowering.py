@@ -757,19 +757,34 @@ def _convolution(L: Lowerer, n: Node) -> Value:
         raise Unsupported("transposed convolution")
     if isinstance(groups, Node):
         raise Unsupported("convolution with symbolic groups")
-    if meta(x).dim() != 4:
-        raise Unsupported(f"{meta(x).dim() - 2}-d convolution (only 2-d)")
-    inputs = [L.value(x), L.value(w)]
+    rank = meta(x).dim()
+    if rank not in (3, 4):
+        raise Unsupported(f"{rank - 2}-d convolution (only 1-d and 2-d)")
+    for v in (stride, padding, dilation):
+        if any(isinstance(e, Node) for e in v):
+            raise Unsupported("convolution with a symbolic stride, padding or dilation")
+    xv, wv = L.value(x), L.value(w)
+    stride, padding, dilation = list(stride), list(padding), list(dilation)
+    if rank == 3:
+        # a 1-d convolution is a 2-d one over [N, C, 1, L] with a [O, C/g, 1, K] kernel
+        xm, wm = meta(x), meta(w)
+        xv = L.node("reshape", [xv], {"shape": L.dims([xm.shape[0], xm.shape[1], 1, xm.shape[2]])})
+        wv = L.node("reshape", [wv], {"shape": L.dims([wm.shape[0], wm.shape[1], 1, wm.shape[2]])})
+        stride, padding, dilation = [1, stride[-1]], [0, padding[-1]], [1, dilation[-1]]
+    inputs = [xv, wv]
     if b is not None:
         inputs.append(L.value(b))
     attrs = {
-        "stride": list(stride),
-        "padding": list(padding),
-        "dilation": list(dilation),
+        "stride": stride,
+        "padding": padding,
+        "dilation": dilation,
         "groups": int(groups),
         "has_bias": int(b is not None),
     }
-    return L.node("conv2d", inputs, attrs)
+    y = L.node("conv2d", inputs, attrs)
+    if rank == 3:
+        y = L.node("reshape", [y], {"shape": L.dims(out_val(n).shape)})
+    return y
 
 
 @lowers(aten._native_batch_norm_legit_no_training.default, outputs=(0,))

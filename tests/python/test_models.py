@@ -139,3 +139,32 @@ def test_group_norm_with_dynamic_batch_and_size():
     eager_ops = [f for f in fallbacks(reports) if "group_norm" in str(f) or "convolution" in str(f)]
     assert eager_ops == [], "\n".join(str(r) for r in reports)
     assert all("mul" in str(f) for f in fallbacks(reports)), "\n".join(str(r) for r in reports)
+
+
+class _Conv1dStack(torch.nn.Module):
+    """An audio front end: strided, depthwise and pointwise 1-d convolutions."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv1d(12, 32, 5, stride=2, padding=2)
+        self.c2 = torch.nn.Conv1d(32, 32, 3, padding=2, dilation=2, groups=32)
+        self.c3 = torch.nn.Conv1d(32, 24, 1, bias=False)
+
+    def forward(self, x):
+        return self.c3(torch.nn.functional.gelu(self.c2(torch.relu(self.c1(x)))))
+
+
+def test_conv1d_matches_eager_with_no_fallback():
+    """A 1-d convolution lowers to a 2-d one over [N, C, 1, L]."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = _Conv1dStack().eval()
+    x = torch.randn(2, 12, 101)
+    with torch.no_grad():
+        ref32 = model(x)
+        ref64 = copy.deepcopy(model).double()(x.double())
+        compiled, reports = compile_recording(model)
+        out = compiled(x)
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+    ok, detail = check_accuracy(out, ref32, ref64)
+    assert ok, detail
