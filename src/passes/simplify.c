@@ -38,6 +38,7 @@ typedef enum rewrite {
 	RW_LINEAR_RANK,
 	RW_RESHAPE_RESHAPE,
 	RW_PERMUTE_PERMUTE,
+	RW_SINK_RESHAPE,
 	RW_NOOP_RESHAPE,
 	RW_NOOP_PERMUTE,
 	RW_NOOP_EXPAND,
@@ -55,7 +56,7 @@ typedef enum rewrite {
 
 static const char *const RW_NAME[RW_COUNT] = {
 	"addmm->linear",      "mm->linear",         "linear rank",        "reshape(reshape)",
-	"permute(permute)",   "no-op reshape",      "no-op permute",      "no-op expand",
+	"permute(permute)",   "reshape sunk below unary op", "no-op reshape",      "no-op permute",      "no-op expand",
 	"no-op slice",        "copy",               "no-op cast",         "x*1 x/1 x+-0 x-0",
 	"repeated",           "folded",             "fold skipped (size/work)", "fold failed",       "dead",
 };
@@ -296,6 +297,39 @@ static void rule_compose(simp *s, int k)
 		s->count[RW_PERMUTE_PERMUTE]++;
 		s->changed = true;
 	}
+}
+
+/* f(reshape(x)) -> reshape(f(x)) for a unary elementwise f (not cast) when
+ * the reshape feeds nothing else: the two nodes trade ops and attributes in
+ * place (order stays valid) and the middle value takes x's shape. A 1-d
+ * convolution lowers to reshape, conv2d, reshape; with the reshape sunk
+ * below its relu, the next one's reshape cancels it (reshape(reshape), then
+ * a no-op) and fuse_epilogue puts the relu into the conv. */
+static void rule_sink_reshape(simp *s, int k)
+{
+	ir_node *n = &s->g->nodes[k];
+	const op_def *def = op_get(n->op);
+	if (!(def->flags & OPF_ELEMENTWISE) || n->n_in != 1 || n->n_out != 1 || n->op == OP_cast)
+		return;
+	air_value v = n->in[0];
+	ir_node *r = producer(s, v);
+	if (!r || r->op != OP_reshape || s->uses[v] != 1)
+		return;
+	ir_value *mid = &s->g->values[v];
+	const ir_value *x = &s->g->values[r->in[0]], *y = &s->g->values[n->out[0]];
+	if (x->dtype != mid->dtype || y->dtype != mid->dtype)
+		return;
+	int op = r->op;
+	r->op = n->op;
+	n->op = op;
+	ir_attr tmp[IR_MAX_ATTRS];
+	memcpy(tmp, r->attrs, sizeof tmp);
+	memcpy(r->attrs, n->attrs, sizeof tmp);
+	memcpy(n->attrs, tmp, sizeof tmp);
+	mid->rank = x->rank;
+	memcpy(mid->dims, x->dims, sizeof mid->dims);
+	s->count[RW_SINK_RESHAPE]++;
+	s->changed = true;
 }
 
 /* ---- 3. no-ops --------------------------------------------------------- */
@@ -770,6 +804,7 @@ static air_status round_once(simp *s)
 		AIR_TRY(rule_linear_rank(s, k));
 		if (s->dead[k])
 			continue;
+		rule_sink_reshape(s, k);
 		rule_compose(s, k);
 		rule_noop(s, k);
 	}

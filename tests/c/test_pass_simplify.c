@@ -392,6 +392,45 @@ static void test_noops(void)
 	air_graph_destroy(g);
 }
 
+/* reshape -> unary -> reshape back (a 1-d convolution's lowering around its
+ * activation): the first reshape sinks below relu and tanh, meets the second
+ * and both go. Kept: a reshape whose value has another use, and one below a
+ * binary op or a cast. */
+static void test_sink_reshape(void)
+{
+	air_graph *g;
+	CHECK_OK(air_graph_create(&g));
+	air_value x = input(g, "x", 2, (int64_t[]){6, 4});
+	air_value v = reshape(g, x, (int64_t[]){2, 3, 4}, 3);
+	v = node1(g, "tanh", node1(g, "relu", v));
+	v = reshape(g, v, (int64_t[]){6, 4}, 2);
+	v = permute(g, v, 1, 0); /* a step, so the count says what is left */
+	CHECK_OK(air_graph_set_outputs(g, &v, 1));
+	air_model *m = same_as_plain(g, 1, (int[]){24}, 0);
+	CHECK(has(m, "reshape sunk below unary op 2"));
+	/* relu and tanh (fused or not) and the permute; no reshape left */
+	CHECK(steps(m) >= 2 && steps(m) <= 3);
+	const char *after = m ? strstr(air_model_report(m), "ops after passes:") : NULL;
+	char line[256] = "";
+	if (after)
+		snprintf(line, sizeof line, "%.*s", (int)strcspn(after, "\n"), after);
+	CHECK(after && !strstr(line, "reshape"));
+	air_model_destroy(m);
+	air_graph_destroy(g);
+
+	CHECK_OK(air_graph_create(&g));
+	x = input(g, "x", 3, (int64_t[]){2, 3, 4});
+	air_value r = reshape(g, x, (int64_t[]){6, 4}, 2);
+	air_value a = node1(g, "relu", r);
+	air_value b = node2(g, "add", r, scalar(g, 2.0f)); /* r has two uses: not sunk */
+	air_value outs[2] = {a, b};
+	CHECK_OK(air_graph_set_outputs(g, outs, 2));
+	m = same_as_plain(g, 2, (int[]){24, 24}, 0);
+	CHECK(!has(m, "reshape sunk"));
+	air_model_destroy(m);
+	air_graph_destroy(g);
+}
+
 /* Kept: x + 0 (turns -0 into +0), 1 / x, 0 - x, a reshape that changes
  * the shape, a permute that is not the identity, a slice of part. */
 static void test_noops_kept(void)
@@ -519,6 +558,7 @@ int main(void)
 	test_fold_kept();
 	test_noops();
 	test_noops_kept();
+	test_sink_reshape();
 	test_fold_fails();
 	test_outputs();
 	test_repeats();
