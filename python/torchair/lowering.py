@@ -373,6 +373,8 @@ _BINARY = {
     aten.minimum.default: "minimum",
     aten.remainder.Tensor: "remainder",
     aten.remainder.Scalar: "remainder",
+    aten.fmod.Tensor: "fmod",
+    aten.fmod.Scalar: "fmod",
     aten.floor_divide.default: "floor_divide",
     aten.bitwise_and.Tensor: "bitwise_and",
     aten.bitwise_and.Scalar: "bitwise_and",

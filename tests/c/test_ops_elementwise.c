@@ -669,6 +669,7 @@ static double f_remainder(double a, double b)
 		r += b;
 	return r;
 }
+static double f_fmod(double a, double b) { return fmod(a, b); }
 static double f_pow(double a, double b) { return pow(a, b); }
 static double f_max(double a, double b) { return isnan(a) || isnan(b) ? NAN : a > b ? a : b; }
 static double f_min(double a, double b) { return isnan(a) || isnan(b) ? NAN : a < b ? a : b; }
@@ -711,6 +712,7 @@ static int64_t i_op(const char *op, int64_t a, int64_t b, air_dtype dt)
 	if (!strcmp(op, "minimum")) return a < b ? a : b;
 	if (!strcmp(op, "floor_divide")) return wrap_to(dt, (uint64_t)i_floordiv(a, b));
 	if (!strcmp(op, "remainder")) return wrap_to(dt, (uint64_t)i_remainder(a, b));
+	if (!strcmp(op, "fmod")) return b == -1 ? 0 : a % b; /* the dividend's sign */
 	if (!strcmp(op, "pow")) {
 		uint64_t r = 1;
 		for (int64_t k = 0; k < b; k++)
@@ -745,6 +747,7 @@ static const binary_op binary_ops[] = {
 	{"div", K_FLOAT_ONLY, f_div},
 	{"floor_divide", K_NUM | K_DIVLIKE, f_floordiv},
 	{"remainder", K_NUM | K_DIVLIKE, f_remainder},
+	{"fmod", K_NUM | K_DIVLIKE, f_fmod},
 	{"pow", K_NUM | K_POW, f_pow},
 	{"maximum", K_NUM, f_max},
 	{"minimum", K_NUM, f_min},

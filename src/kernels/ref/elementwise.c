@@ -427,6 +427,15 @@ static float fremainderf(float a, float b)
 		r += b;
 	return r;
 }
+/* C's % truncates toward zero: the sign of the dividend, as torch.fmod */
+static int64_t ifmod(int64_t a, int64_t b)
+{
+	if (b == 0) {
+		int_div_by_zero = 1;
+		return 0;
+	}
+	return b == -1 ? 0 : a % b;
+}
 static _Thread_local int ipow_negative;
 static int64_t ipow(int64_t a, int64_t b)
 {
@@ -485,6 +494,7 @@ static air_status run_checked(const k_call *call, rt_task_fn fn, const char *op)
 
 CHECKED_BINARY(floor_divide, floordiv_float(a, b), floordiv_double(a, b), ifloordiv(a, b))
 CHECKED_BINARY(remainder, fremainderf(a, b), fremainder(a, b), iremainder(a, b))
+CHECKED_BINARY(fmod, fmodf(a, b), fmod(a, b), ifmod(a, b))
 CHECKED_BINARY(pow, powf(a, b), pow(a, b), ipow(a, b))
 
 /* comparisons and logical ops: any dtype in, bool out */
