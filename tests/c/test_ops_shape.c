@@ -213,6 +213,11 @@ static void test_permute(void)
 	/* rank 6 */
 	int64_t d6[6] = {2, 1, 3, 2, 1, 2}, p6[6] = {5, 3, 1, 0, 4, 2};
 	permute_case(AIR_I32, 6, d6, p6);
+	/* a pixel shuffle's permute, odd sizes and big enough for many tasks:
+	 * rows of 3 elements whose runs (41 rows) straddle the task bounds */
+	int64_t ps[6] = {2, 7, 3, 3, 37, 41}, pp[6] = {0, 1, 4, 2, 5, 3};
+	permute_case(AIR_F32, 6, ps, pp);
+	permute_case(AIR_U8, 6, ps, pp);
 
 	float buf[120] = {0};
 	th_arg a = th_make(AIR_F32, buf, 4, dims);

@@ -17,41 +17,72 @@ typedef struct {
 	int64_t inner, rows, rows_per_task;
 } strided_ctx;
 
+/* One row of inner elements, src stride is (in elements). */
+static inline void copy_row(char *out, const char *in, int64_t inner, int64_t is, size_t elem)
+{
+	if (is == 1) {
+		memcpy(out, in, (size_t)inner * elem);
+		return;
+	}
+	switch (elem) {
+	case 4:
+		for (int64_t i = 0; i < inner; i++)
+			((uint32_t *)out)[i] = ((const uint32_t *)in)[i * is];
+		break;
+	case 8:
+		for (int64_t i = 0; i < inner; i++)
+			((uint64_t *)out)[i] = ((const uint64_t *)in)[i * is];
+		break;
+	case 2:
+		for (int64_t i = 0; i < inner; i++)
+			((uint16_t *)out)[i] = ((const uint16_t *)in)[i * is];
+		break;
+	default:
+		for (int64_t i = 0; i < inner; i++)
+			out[i] = in[i * is];
+	}
+}
+
+/* Rows [r0, r1): the row dims are walked like an odometer, a run along the
+ * last row dim at a time, so no row divides its index (a pixel shuffle's
+ * rows of 2 floats took 2.3 ns an element that way). */
 static void strided_task(void *p, int64_t t, int th)
 {
 	const strided_ctx *c = p;
 	int64_t r0 = t * c->rows_per_task, r1 = r0 + c->rows_per_task;
 	if (r1 > c->rows)
 		r1 = c->rows;
-	int64_t is = c->strides[c->rank - 1];
-	for (int64_t r = r0; r < r1; r++) {
-		int64_t off = 0, q = r;
-		for (int d = c->rank - 2; d >= 0; d--) {
-			off += (q % c->dims[d]) * c->strides[d];
-			q /= c->dims[d];
+	if (r0 >= r1)
+		return;
+	const int last = c->rank - 2; /* the last row dim, or -1 for one row */
+	const int64_t is = c->strides[c->rank - 1];
+	int64_t pos[AIR_MAX_RANK], off = 0, q = r0;
+	for (int d = last; d >= 0; d--) {
+		pos[d] = q % c->dims[d];
+		q /= c->dims[d];
+		off += pos[d] * c->strides[d];
+	}
+	for (int64_t r = r0; r < r1;) {
+		int64_t run = 1, rs = 0;
+		if (last >= 0) {
+			run = c->dims[last] - pos[last];
+			run = run < r1 - r ? run : r1 - r;
+			rs = c->strides[last];
 		}
-		char *out = c->dst + (size_t)(r * c->inner) * c->elem;
-		const char *in = c->src + (size_t)off * c->elem;
-		if (is == 1) {
-			memcpy(out, in, (size_t)c->inner * c->elem);
-			continue;
-		}
-		switch (c->elem) {
-		case 4:
-			for (int64_t i = 0; i < c->inner; i++)
-				((uint32_t *)out)[i] = ((const uint32_t *)in)[i * is];
+		for (int64_t k = 0; k < run; k++)
+			copy_row(c->dst + (size_t)((r + k) * c->inner) * c->elem, c->src + (size_t)(off + k * rs) * c->elem,
+				 c->inner, is, c->elem);
+		r += run;
+		if (last < 0)
 			break;
-		case 8:
-			for (int64_t i = 0; i < c->inner; i++)
-				((uint64_t *)out)[i] = ((const uint64_t *)in)[i * is];
-			break;
-		case 2:
-			for (int64_t i = 0; i < c->inner; i++)
-				((uint16_t *)out)[i] = ((const uint16_t *)in)[i * is];
-			break;
-		default:
-			for (int64_t i = 0; i < c->inner; i++)
-				out[i] = in[i * is];
+		/* step the odometer by run along the last row dim, then carry */
+		off += run * rs;
+		pos[last] += run;
+		for (int d = last; d > 0 && pos[d] == c->dims[d]; d--) {
+			off -= c->dims[d] * c->strides[d];
+			pos[d] = 0;
+			pos[d - 1]++;
+			off += c->strides[d - 1];
 		}
 	}
 }
