@@ -124,6 +124,43 @@ static bool conv_is_narrow(const air_graph *g, const ir_node *n)
 	return kconv_implicit_fits(x->dims[1], attr_i(n, "groups", 1), w->dims[2], w->dims[3], dil[1]);
 }
 
+/* A conv that NHWC runs much faster than NCHW on its own: spatial, stride
+ * 1 (Winograd, 1.7-2.6x; im2col about 1.3x). A strided spatial conv gains
+ * less (1.15-1.5x), which two permutes can outweigh. */
+static bool conv_is_strong(const air_graph *g, const ir_node *n)
+{
+	static const int64_t ones[2] = {1, 1};
+	int64_t st[2];
+	int si = pass_attr_index(n->op, "stride");
+	if (si < 0)
+		return true;
+	kref_pair(n->attrs[si].ints, n->attrs[si].n, ones, st);
+	return !conv_is_pointwise(g, n) && !conv_is_narrow(g, n) && st[0] == 1 && st[1] == 1;
+}
+
+/* Bytes of a value with every dim known, or -1. */
+static double known_bytes(const ir_value *v)
+{
+	double b = (double)air_dtype_size(v->dtype);
+	for (int d = 0; d < v->rank; d++) {
+		if (v->dims[d] < 0)
+			return -1;
+		b *= (double)v->dims[d];
+	}
+	return b;
+}
+
+/* Multiply-adds of a conv2d with known dims, or -1. */
+static double conv_work(const air_graph *g, const ir_node *n)
+{
+	const ir_value *y = val(g, n->out[0]), *w = val(g, n->in[1]);
+	double ybytes = known_bytes(y), wbytes = known_bytes(w);
+	if (ybytes < 0 || wbytes < 0 || y->dims[1] <= 0)
+		return -1;
+	/* per output element, the weight's taps of one output channel */
+	return ybytes / 4.0 * (wbytes / 4.0 / (double)y->dims[1]);
+}
+
 /* Is input i of node n a value in the node's layout (an image it reads)? */
 static bool spatial_input(const air_graph *g, const ir_node *n, int kind, int i)
 {
@@ -284,6 +321,72 @@ static int producer(const air_graph *g, air_value v)
 	return x->kind == IR_NODE_OUTPUT ? x->index : -1;
 }
 
+/* A region whose convs are all strided spatial ones pays for its permutes
+ * (every byte entering or leaving it is read and written once more) with
+ * those convs' gain. Measured on Zen 3, batch 1: the permutes moved 4.4 GB
+ * of tensor a second (0.23 ns a byte), NHWC's im2col saved about 2.6 ps a
+ * multiply-add over NCHW's, so NHWC pays from about 87 multiply-adds per
+ * edge byte. For a 3x3 stride-2 conv with C = O that is 0.45 C: a lone
+ * 128>128 at 56x56 (116 M, 2 MB of edges) stays NCHW (1.7-1.8 ms against
+ * 1.4 + 0.46 in NHWC with its permutes); 256>256 at 28x28 and 512>512 at
+ * 14x14 convert. Unknown sizes convert. */
+enum { NHWC_MIN_WORK_PER_EDGE_BYTE = 87 };
+
+static void drop_weak_regions(const air_graph *g, const layout_ctx *c, int n0, char *has_conv)
+{
+	double *work = calloc((size_t)n0 + 1, sizeof *work), *edge = calloc((size_t)n0 + 1, sizeof *edge);
+	char *strong = calloc((size_t)n0 + 1, 1);
+	if (!work || !edge || !strong)
+		goto done;
+	for (int k = 0; k < n0; k++) {
+		int r = find(c->parent, k);
+		const ir_node *n = &g->nodes[k];
+		if (!c->kind[k] || !has_conv[r] || strong[r])
+			continue;
+		if (c->kind[k] == K_CONV && conv_is_strong(g, n)) {
+			strong[r] = 1;
+			continue;
+		}
+		if (c->kind[k] == K_CONV && !conv_is_pointwise(g, n) && !conv_is_narrow(g, n)) {
+			double wk = conv_work(g, n);
+			if (wk < 0)
+				strong[r] = 1; /* unknown: convert, as before */
+			work[r] += wk;
+		}
+		/* edges: image inputs from outside the region, and the output if
+		 * anything outside reads it */
+		for (int i = 0; i < n->n_in; i++) {
+			int p = producer(g, n->in[i]);
+			if (spatial_input(g, n, c->kind[k], i) && (p < 0 || !c->kind[p] || find(c->parent, p) != r)) {
+				double b = known_bytes(val(g, n->in[i]));
+				if (b < 0)
+					strong[r] = 1;
+				edge[r] += b;
+			}
+		}
+		bool leaves = false;
+		for (int o = 0; o < g->n_outputs; o++)
+			leaves |= g->outputs[o] == n->out[0];
+		for (int u = 0; u < n0 && !leaves; u++)
+			for (int i = 0; i < g->nodes[u].n_in; i++)
+				if (g->nodes[u].in[i] == n->out[0] && (!c->kind[u] || find(c->parent, u) != r))
+					leaves = true;
+		if (leaves) {
+			double b = known_bytes(val(g, n->out[0]));
+			if (b < 0)
+				strong[r] = 1;
+			edge[r] += b;
+		}
+	}
+	for (int r = 0; r < n0; r++)
+		if (has_conv[r] && !strong[r] && work[r] < NHWC_MIN_WORK_PER_EDGE_BYTE * edge[r])
+			has_conv[r] = 0;
+done:
+	free(work);
+	free(edge);
+	free(strong);
+}
+
 /* Puts each added node right after the node it follows; renumbers. */
 static air_status reorder(layout_ctx *c)
 {
@@ -335,6 +438,7 @@ static air_status run(layout_ctx *c, pass_log *log)
 	for (int k = 0; k < n0; k++)
 		if (c->kind[k] == K_CONV && !conv_is_pointwise(g, &g->nodes[k]) && !conv_is_narrow(g, &g->nodes[k]))
 			has_conv[find(c->parent, k)] = 1;
+	drop_weak_regions(g, c, n0, has_conv);
 	int regions = 0, convs = 0, pools = 0, elems = 0;
 	for (int k = 0; k < n0; k++) {
 		c->in_region[k] = c->kind[k] && has_conv[find(c->parent, k)];
