@@ -1,7 +1,7 @@
 /* test_linear_rows.c - linear with a borrowed constant weight under the
  * default memory optimization runs linear_gemm_weight_rows (no packed
- * copy) from 16 tokens: right on awkward sizes (tokens past one task's
- * block, rows past one tile, K of 1), with and without bias, residual and each kind of
+ * copy) from 16 tokens and 256 x 256 weights: right on awkward sizes
+ * (tokens past one task's block, rows past one tile), with and without bias, residual and each kind of
  * activation, x of rank 2 and 3, against the reference kernels. A weight
  * the graph owns, or a compile without memory optimization, keeps the
  * packed kernel. */
@@ -88,8 +88,8 @@ static void check_case(const lin_case *c)
 }
 
 /* An owned weight (copied into the graph, as passes make them) cannot be
- * borrowed at run time, and under 16 tokens the packed kernel is faster:
- * both keep linear_gemm_packed. */
+ * borrowed at run time, and under 16 tokens or 256 rows or columns of
+ * weight the packed kernel is faster: all keep linear_gemm_packed. */
 static void check_packed(const lin_case *c, int borrow)
 {
 	air_graph *g = build(c, borrow);
@@ -102,8 +102,7 @@ static void check_packed(const lin_case *c, int borrow)
 
 int main(void)
 {
-	static const int64_t shapes[][3] = {{16, 1, 1},    {16, 64, 100}, {21, 7, 3},     {17, 33, 97},
-					    {128, 40, 200}, {300, 24, 13}, {513, 19, 130}, {128, 768, 96}};
+	static const int64_t shapes[][3] = {{16, 256, 256}, {21, 257, 259}, {300, 256, 263}, {513, 260, 257}};
 	static const int acts[] = {0, 1, 3, 5, 6};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		for (int bias = 0; bias < 2; bias++)
@@ -113,9 +112,10 @@ int main(void)
 						      (int)((s + a) % 2) && shapes[s][0] % 2 == 0};
 					check_case(&c);
 				}
-	lin_case owned = {32, 16, 24, 1, 0, 0, 0}, few = {15, 16, 24, 1, 0, 0, 0};
+	lin_case owned = {32, 256, 256, 1, 0, 0, 0}, few = {15, 256, 256, 1, 0, 0, 0}, narrow = {32, 192, 768, 1, 0, 0, 0};
 	check_packed(&owned, 0);
 	check_packed(&few, 1);
+	check_packed(&narrow, 1);
 	for (int i = 0; i < nkeep; i++)
 		free(keep[i]);
 	return check_report("test_linear_rows");
