@@ -200,8 +200,10 @@ static void gather_row(float *d, const float *s, int64_t n, int64_t stride)
 		return;
 	}
 #ifdef __SSE2__
+	/* four outputs read s[2i .. 2i + 7]; the last one used is s[2n - 2],
+	 * so a vector needs i + 5 <= n (s[2n - 1] may be past the row's end) */
 	if (stride == 2)
-		for (; i + 4 <= n; i += 4)
+		for (; i + 5 <= n; i += 4)
 			_mm_storeu_ps(d + i, _mm_shuffle_ps(_mm_loadu_ps(s + 2 * i), _mm_loadu_ps(s + 2 * i + 4),
 							    _MM_SHUFFLE(2, 0, 2, 0)));
 #endif
