@@ -50,15 +50,8 @@ static ir_node *single(act_ctx *c, air_value v, int op)
 /* Is v a scalar constant within 1e-6 (relative) of want? */
 static bool is_scalar(const air_graph *g, air_value v, double want)
 {
-	const ir_value *x = &g->values[v];
-	if (x->kind != IR_CONSTANT || x->dtype != AIR_F32)
-		return false;
-	for (int d = 0; d < x->rank; d++)
-		if (x->dims[d] != 1)
-			return false;
 	float f;
-	memcpy(&f, ir_constant_data(g, v), sizeof f);
-	return fabs((double)f - want) <= 1e-6 * fabs(want);
+	return pass_f32_scalar(g, v, &f) && fabs((double)f - want) <= 1e-6 * fabs(want);
 }
 
 /* n = op(other, c) or op(c, other) with c the scalar want: the other

@@ -53,18 +53,6 @@ static int scalar_opcode(int op, int scalar_first)
 	}
 }
 
-static bool is_f32_scalar_const(const air_graph *g, air_value v, float *out)
-{
-	const ir_value *x = &g->values[v];
-	if (x->kind != IR_CONSTANT || x->dtype != AIR_F32)
-		return false;
-	for (int d = 0; d < x->rank; d++)
-		if (x->dims[d] != 1)
-			return false;
-	memcpy(out, g->consts[x->index].data, sizeof *out);
-	return true;
-}
-
 static bool same_type(const ir_value *a, const ir_value *b)
 {
 	if (a->dtype != b->dtype || a->rank != b->rank)
@@ -93,7 +81,7 @@ static bool fusible(const air_graph *g, const ir_node *n, int64_t ins[2], air_va
 	float c;
 	for (int first = 0; first < 2; first++) {
 		air_value sv = n->in[first], other = n->in[1 - first];
-		if (!is_f32_scalar_const(g, sv, &c) || !same_type(&g->values[other], out))
+		if (!pass_f32_scalar(g, sv, &c) || !same_type(&g->values[other], out))
 			continue;
 		code = scalar_opcode(n->op, first == 0);
 		if (code < 0)

@@ -80,3 +80,15 @@ void pass_compact(air_graph *g, const char *dead)
 	}
 	g->n_nodes = k;
 }
+
+bool pass_f32_scalar(const air_graph *g, air_value v, float *out)
+{
+	const ir_value *x = &g->values[v];
+	if (x->kind != IR_CONSTANT || x->dtype != AIR_F32)
+		return false;
+	for (int d = 0; d < x->rank; d++)
+		if (x->dims[d] != 1)
+			return false;
+	memcpy(out, ir_constant_data(g, v), sizeof *out);
+	return true;
+}

@@ -35,6 +35,9 @@ air_status pass_run_pipeline(air_graph *g, const pass_options *po, pass_log *log
  * Requires: node order is an execution order. */
 air_status pass_fuse_elementwise(air_graph *g, int max_group, pass_log *log);
 
+/* Is v an f32 constant with every dim 1 (a scalar)? Its value in *out. */
+bool pass_f32_scalar(const air_graph *g, air_value v, float *out);
+
 /* Removes nodes marked dead and renumbers producers. */
 void pass_compact(air_graph *g, const char *dead_nodes);
 

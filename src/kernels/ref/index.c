@@ -410,27 +410,23 @@ static void gather_run(index_ctx *c, int64_t xoff, const int64_t *ioff, int jr, 
 	const uint32_t *x = (const uint32_t *)c->x + base;
 	uint32_t *y = (uint32_t *)c->y + r;
 	const int64_t size = c->size[jr], stride = c->axstr[jr];
-	if (c->idt[jr] == AIR_I64) {
-		const int64_t *ix = (const int64_t *)c->idx[jr] + ioff[jr];
-		for (int64_t q = 0; q < n; q++) {
-			int64_t v = ix[q], w = v < 0 ? v + size : v;
-			if (w < 0 || w >= size) {
-				ki_note_bad(&c->bad, r + q);
-				return;
-			}
-			y[q] = x[w * stride];
-		}
-	} else {
-		const int32_t *ix = (const int32_t *)c->idx[jr] + ioff[jr];
-		for (int64_t q = 0; q < n; q++) {
-			int64_t v = ix[q], w = v < 0 ? v + size : v;
-			if (w < 0 || w >= size) {
-				ki_note_bad(&c->bad, r + q);
-				return;
-			}
-			y[q] = x[w * stride];
-		}
-	}
+#define GATHER_RUN(T)                                                       \
+	do {                                                                \
+		const T *ix = (const T *)c->idx[jr] + ioff[jr];             \
+		for (int64_t q = 0; q < n; q++) {                           \
+			int64_t v = ix[q], w = v < 0 ? v + size : v;        \
+			if (w < 0 || w >= size) {                           \
+				ki_note_bad(&c->bad, r + q);                \
+				return;                                     \
+			}                                                   \
+			y[q] = x[w * stride];                               \
+		}                                                           \
+	} while (0)
+	if (c->idt[jr] == AIR_I64)
+		GATHER_RUN(int64_t);
+	else
+		GATHER_RUN(int32_t);
+#undef GATHER_RUN
 }
 
 /* Row r's offset from scratch (for the error message), with *bad_j and
