@@ -529,6 +529,23 @@ def _expand(L: Lowerer, n: Node) -> Value:
     return L.node("expand", [L.value(n.args[0])], {"shape": L.dims(out.shape)})
 
 
+@lowers(aten.repeat.default)
+def _repeat(L: Lowerer, n: Node) -> Value:
+    """x.repeat(reps) tiles x: each dim s (with leading 1s for extra reps)
+    becomes a new dim of its rep count before it, expanded, then the pairs
+    merge: [1, s0, 1, s1] -> [r0, s0, r1, s1] -> [r0 * s0, r1 * s1]."""
+    x, reps = n.args[:2]
+    xm = meta(x)
+    if any(not isinstance(r, int) for r in reps) or len(reps) < xm.dim():
+        raise Unsupported("repeat with symbolic or too few repeats")
+    shape = [1] * (len(reps) - xm.dim()) + list(xm.shape)
+    split = [d for s in shape for d in (1, s)]
+    paired = [d for r, s in zip(reps, shape) for d in (r, s)]
+    y = L.node("reshape", [L.value(x)], {"shape": L.dims(split)})
+    y = L.node("expand", [y], {"shape": L.dims(paired)})
+    return L.node("reshape", [y], {"shape": L.dims(out_val(n).shape)})
+
+
 def _slice_bounds(L: Lowerer, size: Any, start: Any, end: Any) -> tuple[int, int]:
     """Normalizes Python slice bounds to [start, end) within [0, size]."""
     if isinstance(size, int) and isinstance(start, int) and isinstance(end, int):
@@ -728,6 +745,44 @@ def _group_norm(L: Lowerer, n: Node) -> tuple[Value, ...]:
     if b is not None:
         y = L.node("add", [y, L.node("reshape", [L.value(b)], {"shape": per_channel})])
     stats = {"shape": L.dims([xm.shape[0], groups])}
+    return y, L.node("reshape", [mean], stats), L.node("reshape", [rstd], stats)
+
+
+@lowers(aten._native_batch_norm_legit.no_stats, outputs=(0, 1, 2))
+def _batch_norm_batch_stats(L: Lowerer, n: Node) -> tuple[Value, ...]:
+    """Batch norm with the batch's own statistics and no running ones. InstanceNorm
+    (``F.instance_norm``) becomes this over x viewed as [1, N*C, *spatial]. Each
+    channel's statistics are over every dim but 1: with a batch of one that is a
+    layer norm over the rows of [C, prod(spatial)]; otherwise the channels are first
+    moved to the front ([C, N, *spatial]) and back after. Then the per-channel affine,
+    as for GroupNorm. Returns (out, mean [C], rstd [C]) as aten does."""
+    x, w, b, training, _momentum, eps = n.args
+    if training is not True:
+        raise Unsupported("_native_batch_norm_legit.no_stats without training=True")
+    xm = meta(x)
+    if xm.dim() < 2:
+        raise Unsupported(f"batch norm over a {xm.dim()}-d input")
+    C, N, rank = xm.shape[1], xm.shape[0], xm.dim()
+    one_image = isinstance(N, int) and N == 1  # a symbolic batch is not known to be 1
+    rows = list(xm.shape[2:]) if one_image else [N] + list(xm.shape[2:])  # each channel's elements
+    swap = [1, 0] + list(range(2, rank))  # [N, C, ...] <-> [C, N, ...]
+    xv = L.value(x) if one_image else L.node("permute", [L.value(x)], {"perm": swap})
+    per_channel = 1
+    for s in rows:
+        per_channel = per_channel * s
+    flat = L.node("reshape", [xv], {"shape": L.dims([C, per_channel])})
+    y, mean, rstd = L.node("layer_norm", [flat], {"normalized_ndim": 1, "eps": float(eps), "has_weight": 0,
+                                                  "has_bias": 0})
+    if one_image:
+        y = L.node("reshape", [y], {"shape": L.dims(xm.shape)})
+    else:
+        y = L.node("permute", [L.node("reshape", [y], {"shape": L.dims([C] + rows)})], {"perm": swap})
+    affine_shape = [C] + [1] * (rank - 2)
+    if w is not None:
+        y = L.node("mul", [y, L.node("reshape", [L.value(w)], {"shape": affine_shape})])
+    if b is not None:
+        y = L.node("add", [y, L.node("reshape", [L.value(b)], {"shape": affine_shape})])
+    stats = {"shape": L.dims([C])}
     return y, L.node("reshape", [mean], stats), L.node("reshape", [rstd], stats)
 
 

@@ -141,6 +141,53 @@ def test_group_norm_with_dynamic_batch_and_size():
     assert all("mul" in str(f) for f in fallbacks(reports)), "\n".join(str(r) for r in reports)
 
 
+@pytest.mark.parametrize("make,shape", [
+    (lambda: torch.nn.InstanceNorm2d(16, affine=True), (1, 16, 9, 11)),
+    (lambda: torch.nn.InstanceNorm2d(16, affine=True), (3, 16, 9, 11)),
+    (lambda: torch.nn.InstanceNorm2d(6), (2, 6, 5, 7)),
+    (lambda: torch.nn.InstanceNorm1d(8, affine=True), (2, 8, 30)),
+    # no running statistics: eval mode still normalizes over the batch
+    (lambda: torch.nn.BatchNorm2d(12, track_running_stats=False), (4, 12, 6, 5)),
+])
+def test_instance_norm_matches_eager_with_no_fallback(make, shape):
+    """InstanceNorm (style transfer, GAN generators) and batch norm without running
+    statistics reach the graph as _native_batch_norm_legit.no_stats; it lowers to a
+    layer norm per channel (after moving the channels first when the batch is not 1)."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    norm = make().eval()
+    if getattr(norm, "weight", None) is not None:
+        with torch.no_grad():
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.uniform_(-0.5, 0.5)
+    model = torch.nn.Sequential(norm, torch.nn.ReLU()).eval()
+    x = torch.randn(*shape) * 2 + 0.5
+    with torch.no_grad():
+        ref32 = model(x)
+        ref64 = copy.deepcopy(model).double()(x.double())
+        compiled, reports = compile_recording(model)
+        out = compiled(x)
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+    ok, detail = check_accuracy(out, ref32, ref64)
+    assert ok, detail
+
+
+def test_instance_norm_with_dynamic_batch():
+    """A symbolic batch is not known to be 1: the channels move first, and the
+    answer holds for batches of 1 and 3 from the one compile."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3, padding=1), torch.nn.InstanceNorm2d(8, affine=True)).eval()
+    compiled, reports = compile_recording(model, dynamic=True)
+    with torch.no_grad():
+        for shape in ((2, 4, 10, 12), (1, 4, 10, 12), (3, 4, 10, 12)):
+            x = torch.randn(*shape)
+            ok, detail = check_accuracy(compiled(x), model(x), copy.deepcopy(model).double()(x.double()))
+            assert ok, detail
+    eager_ops = [f for f in fallbacks(reports) if "batch_norm" in str(f) or "convolution" in str(f)]
+    assert eager_ops == [], "\n".join(str(r) for r in reports)
+
+
 class _Conv1dStack(torch.nn.Module):
     """An audio front end: strided, depthwise and pointwise 1-d convolutions."""
 

@@ -29,7 +29,7 @@ CLAIMED: dict[str, tuple[torch.dtype, ...]] = {
     ]},
     **{n: (torch.float32, torch.int64) for n in [
         "neg", "abs", "sign", "nn.functional.relu", "clamp", "add", "sub", "mul", "maximum", "minimum",
-        "floor_divide", "remainder", "fmod", "eq", "ne", "lt", "le", "gt", "ge", "where", "permute", "expand",
+        "floor_divide", "remainder", "fmod", "eq", "ne", "lt", "le", "gt", "ge", "where", "permute", "expand", "repeat",
         "cat", "sum", "amax", "amin", "prod", "argmax", "cumsum", "gather", "index_select",
         "logical_not", "logical_and", "logical_or", "logical_xor",
     ]},
