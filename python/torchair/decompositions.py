@@ -42,6 +42,7 @@ KEEP_FORWARD: tuple[OperatorBase, ...] = (
     aten.silu.default,
     aten.hardswish.default,
     aten.hardsigmoid.default,
+    aten.col2im.default,  # F.fold; the core table's index_put chain fell back
 )
 
 # Training (backward) ops kept whole: one fused kernel each instead of a chain of reductions.

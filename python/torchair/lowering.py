@@ -810,10 +810,10 @@ def _addmm(L: Lowerer, n: Node) -> Value:
 @lowers(aten.convolution.default)
 def _convolution(L: Lowerer, n: Node) -> Value:
     x, w, b, stride, padding, dilation, transposed, output_padding, groups = n.args
-    if transposed:
-        raise Unsupported("transposed convolution")
     if isinstance(groups, Node):
         raise Unsupported("convolution with symbolic groups")
+    if transposed:
+        return _conv_transpose2d(L, n)
     rank = meta(x).dim()
     if rank not in (3, 4):
         raise Unsupported(f"{rank - 2}-d convolution (only 1-d and 2-d)")
@@ -840,6 +840,57 @@ def _convolution(L: Lowerer, n: Node) -> Value:
     }
     y = L.node("conv2d", inputs, attrs)
     if rank == 3:
+        y = L.node("reshape", [y], {"shape": L.dims(out_val(n).shape)})
+    return y
+
+
+def _conv_transpose2d(L: Lowerer, n: Node) -> Value:
+    """A transposed convolution as the GEMM it is, then col2im: each input
+    pixel's C channels times the weight give its KH x KW x O output taps, and
+    col2im adds every tap, and the bias, into the output pixel it lands on
+    (stride, padding and dilation as the forward convolution's;
+    output_padding only makes the output larger). The pixels of every image
+    are the GEMM's rows ([N*H*W, C], a permute of x), so the weight
+    ([C, KH*KW*O], permuted once: folded when it is a constant) is one B
+    operand for the whole batch, packed at compile time; col2im then works
+    channels-last (each tap's O channels contiguous) and one permute brings
+    the output back to NCHW."""
+    x, w, b, stride, padding, dilation, _transposed, _output_padding, groups = n.args
+    xm, wm, out = meta(x), meta(w), out_val(n)
+    if xm.dim() != 4:
+        raise Unsupported(f"{xm.dim() - 2}-d transposed convolution (only 2-d)")
+    if groups != 1:
+        raise Unsupported("grouped transposed convolution")
+    for v in (stride, padding, dilation):
+        if any(isinstance(e, Node) for e in v):
+            raise Unsupported("transposed convolution with a symbolic stride, padding or dilation")
+    N, C, H, W = xm.shape
+    O, KH, KW = wm.shape[1], wm.shape[2], wm.shape[3]
+    pixels = L.node("permute", [L.value(x)], {"perm": [0, 2, 3, 1]})
+    pixels = L.node("reshape", [pixels], {"shape": L.dims([N * H * W, C])})
+    weight = L.node("permute", [L.value(w)], {"perm": [0, 2, 3, 1]})  # [C, KH, KW, O]
+    weight = L.node("reshape", [weight], {"shape": L.dims([C, KH * KW * O])})
+    cols = L.node("reshape", [L.node("mm", [pixels, weight])], {"shape": L.dims([N, H * W, KH * KW * O])})
+    inputs = [cols] + ([L.value(b)] if b is not None else [])
+    y = L.node("col2im", inputs, {"output_size": L.dims(out.shape[2:]), "kernel": [KH, KW],
+                                  "dilation": list(dilation), "padding": list(padding), "stride": list(stride),
+                                  "channels_last": 1, "has_bias": int(b is not None)})
+    return L.node("permute", [y], {"perm": [0, 3, 1, 2]})
+
+
+@lowers(aten.col2im.default)
+def _col2im(L: Lowerer, n: Node) -> Value:
+    """torch's fold; an unbatched [C*KH*KW, L] input gains and loses a batch of one."""
+    x, output_size, kernel, dilation, padding, stride = n.args[:6]
+    xm = meta(x)
+    if any(isinstance(e, Node) for e in list(kernel) + list(dilation) + list(padding) + list(stride)):
+        raise Unsupported("col2im with a symbolic kernel, dilation, padding or stride")
+    xv = L.value(x)
+    if xm.dim() == 2:
+        xv = L.node("reshape", [xv], {"shape": L.dims([1] + list(xm.shape))})
+    y = L.node("col2im", [xv], {"output_size": L.dims(list(output_size)), "kernel": list(kernel),
+                                "dilation": list(dilation), "padding": list(padding), "stride": list(stride)})
+    if xm.dim() == 2:
         y = L.node("reshape", [y], {"shape": L.dims(out_val(n).shape)})
     return y
 

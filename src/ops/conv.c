@@ -232,6 +232,63 @@ static air_status infer_adaptive_avg_pool2d(op_infer_ctx *c)
 	return AIR_OK;
 }
 
+/* col2im(cols [N, C*KH*KW, L], [bias [C]]) -> [N, C, OH, OW], torch's fold
+ * plus a per-channel bias: column l is the block at (l / LW, l % LW) of the
+ * LH x LW blocks (windows) that fit output_size, and its entry (c, ki, kj)
+ * adds into y[c, lh*sh - ph + ki*dh, lw*sw - pw + kj*dw] where that lies
+ * inside. With channels_last, cols is [N, L, KH*KW*C] (a block's taps, each
+ * tap's C channels contiguous) and y is [N, OH, OW, C]. A transposed
+ * convolution is a GEMM into cols and then this. */
+static air_status infer_col2im(op_infer_ctx *c)
+{
+	const ir_attr *os = op_attr(c, 0);
+	if (os->n != 2)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "output_size has %d entries; it takes 2", os->n);
+	int64_t k[2], dil[2], pad[2], stride[2];
+	if (op_attr(c, 1)->n != 2)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "kernel has %d entries; it takes 2", op_attr(c, 1)->n);
+	AIR_TRY(pair(c, 1, ONES, 1, k));
+	AIR_TRY(pair(c, 2, ONES, 1, dil));
+	AIR_TRY(pair(c, 3, ZEROS, 0, pad));
+	AIR_TRY(pair(c, 4, ONES, 1, stride));
+	const ir_value *x = c->in[0];
+	int64_t last = op_attr(c, 5)->i; /* channels_last */
+	int has_bias = kref_present(op_attr(c, 6)->i, c->n_in, 1);
+	if (last != 0 && last != 1)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "channels_last is %lld; it must be 0 or 1", (long long)last);
+	if (c->n_in != 1 + has_bias)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "has_bias is %d but there are %d inputs", has_bias, c->n_in);
+	if (!is_float(x->dtype))
+		return op_fail(c, AIR_UNSUPPORTED, "takes f32 or f64, not %s", air_dtype_name(x->dtype));
+	AIR_TRY(op_same_dtype(c, 0, c->n_in - 1));
+	if (x->rank != 3)
+		return op_fail(c, AIR_SHAPE_MISMATCH, "cols must have rank 3, got %d", x->rank);
+	air_dim CK = x->dims[last ? 2 : 1], blocks[2], L, C;
+	if (CK >= 0 && CK % (k[0] * k[1]) != 0)
+		return op_fail(c, AIR_SHAPE_MISMATCH, "%lld rows of cols are not a whole number of %lldx%lld kernels",
+			       (long long)CK, (long long)k[0], (long long)k[1]);
+	for (int d = 0; d < 2; d++) {
+		if (os->ints[d] == 0)
+			return op_fail(c, AIR_SHAPE_MISMATCH, "output_size[%d] is 0", d);
+		AIR_TRY(window_count(c, d ? "width" : "height", os->ints[d], k[d], pad[d], stride[d], dil[d], false,
+				     &blocks[d]));
+	}
+	AIR_TRY(air_graph_dim_expr(c->g, AIR_DIM_MUL, blocks[0], blocks[1], &L));
+	if (conflict(L, x->dims[last ? 1 : 2]))
+		return op_fail(c, AIR_SHAPE_MISMATCH, "cols has %lld blocks but output_size fits %lld x %lld",
+			       (long long)x->dims[last ? 1 : 2], (long long)blocks[0], (long long)blocks[1]);
+	AIR_TRY(air_graph_dim_expr(c->g, AIR_DIM_FLOORDIV, CK, k[0] * k[1], &C));
+	if (has_bias && (c->in[1]->rank != 1 || conflict(c->in[1]->dims[0], C)))
+		return op_fail(c, AIR_SHAPE_MISMATCH, "bias must be [%lld]", (long long)C);
+	c->out[0].dtype = x->dtype;
+	c->out[0].rank = 4;
+	c->out[0].dims[0] = x->dims[0];
+	c->out[0].dims[last ? 3 : 1] = C;
+	c->out[0].dims[last ? 1 : 2] = os->ints[0];
+	c->out[0].dims[last ? 2 : 3] = os->ints[1];
+	return AIR_OK;
+}
+
 static const op_attr_spec conv2d_attrs[] = {
 	{"stride", OPA_INTS, false, 0, 0},   /* default [1, 1] */
 	{"padding", OPA_INTS, false, 0, 0},  /* default [0, 0] */
@@ -262,6 +319,15 @@ static const op_attr_spec avg_pool2d_attrs[] = {
 	{"divisor_override", OPA_INT, false, 0, 0}, /* 0: none */
 };
 static const op_attr_spec adaptive_attrs[] = {{"output_size", OPA_INTS, true, 0, 0}};
+static const op_attr_spec col2im_attrs[] = {
+	{"output_size", OPA_DIMS, true, 0, 0},
+	{"kernel", OPA_INTS, true, 0, 0},
+	{"dilation", OPA_INTS, false, 0, 0}, /* default [1, 1] */
+	{"padding", OPA_INTS, false, 0, 0},  /* default [0, 0] */
+	{"stride", OPA_INTS, false, 0, 0},   /* default [1, 1] */
+	{"channels_last", OPA_INT, false, 0, 0}, /* cols [N, L, KH*KW*C], y [N, OH, OW, C] */
+	{"has_bias", OPA_INT, false, -1, 0},
+};
 
 #define KREF(name) {#name "_ref", 0, NULL, NULL, NULL, NULL, kref_##name}
 
@@ -274,3 +340,4 @@ const op_def op_def_avg_pool2d = {"avg_pool2d", 1, 1, 1, avg_pool2d_attrs, 6, in
 				  KREF(avg_pool2d), 0};
 const op_def op_def_adaptive_avg_pool2d = {"adaptive_avg_pool2d", 1, 1, 1, adaptive_attrs, 1,
 					   infer_adaptive_avg_pool2d, KREF(adaptive_avg_pool2d), 0};
+const op_def op_def_col2im = {"col2im", 1, 2, 1, col2im_attrs, 7, infer_col2im, KREF(col2im), 0};

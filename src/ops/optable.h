@@ -25,7 +25,7 @@ OP(layer_norm) OP(rms_norm)
 
 /* matrix products, convolution, pooling, attention: ops/linalg.c, ops/conv.c */
 OP(mm) OP(bmm) OP(addmm) OP(linear) OP(sdpa)
-OP(conv2d) OP(batch_norm) OP(max_pool2d) OP(avg_pool2d) OP(adaptive_avg_pool2d)
+OP(conv2d) OP(batch_norm) OP(max_pool2d) OP(avg_pool2d) OP(adaptive_avg_pool2d) OP(col2im)
 
 /* indexing and creation: ops/index.c */
 OP(arange) OP(full) OP(embedding) OP(gather) OP(index) OP(index_select)

@@ -1,5 +1,5 @@
 /* test_ops_conv.c - conv2d, batch_norm, max_pool2d, avg_pool2d and
- * adaptive_avg_pool2d through the public API, against values computed here
+ * adaptive_avg_pool2d and col2im through the public API, against values computed here
  * in double with PyTorch's rules written out plainly (output sizes, ceil
  * mode, padding in the divisor): awkward sizes, groups and depthwise,
  * strides, dilation, asymmetric attributes, empty batches, symbolic batch
@@ -546,6 +546,86 @@ static void test_adaptive_avg_pool2d(void)
 	}
 }
 
+/* ---- col2im ------------------------------------------------------------ */
+
+/* N C KH KW OH OW sh sw ph pw dh dw: a transposed conv's shapes (stride 2,
+ * kernel 4 and 3 with output padding), asymmetric everything, a kernel as
+ * large as the output, blocks that overlap and blocks that leave gaps. */
+static const int64_t col2im_cases[][12] = {
+	{1, 4, 4, 4, 12, 12, 2, 2, 1, 1, 1, 1}, {2, 3, 3, 3, 10, 12, 2, 2, 1, 1, 1, 1},
+	{1, 5, 3, 2, 7, 10, 1, 2, 2, 0, 2, 1},  {2, 2, 2, 2, 8, 8, 2, 2, 0, 0, 1, 1},
+	{1, 3, 2, 3, 9, 11, 3, 3, 0, 1, 1, 2},  {1, 2, 5, 5, 5, 5, 1, 1, 0, 0, 1, 1},
+	{0, 3, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1},
+};
+
+static void test_col2im(void)
+{
+	/* variant 0: cols [N, C*KH*KW, L] into NCHW; 1: channels_last, cols
+	 * [N, L, KH*KW*C] into [N, OH, OW, C]; 2: that and a bias */
+	for (int v = 0; v < 6; v++) {
+		air_dtype dt = v >= 3 ? AIR_F64 : AIR_F32;
+		int last = v % 3 >= 1, has_bias = v % 3 == 2;
+		for (size_t ci = 0; ci < sizeof col2im_cases / sizeof col2im_cases[0]; ci++) {
+			const int64_t *c = col2im_cases[ci];
+			int64_t N = c[0], C = c[1], KH = c[2], KW = c[3], OH = c[4], OW = c[5];
+			int64_t LH = out_size(OH, KH, c[8], c[6], c[10], 0), LW = out_size(OW, KW, c[9], c[7], c[11], 0);
+			int64_t rows = C * KH * KW, L = LH * LW, n_in = N * rows * L;
+			double *x = th_values(n_in, dt), *bias = th_values(C, dt);
+			double *want = calloc((size_t)(N * C * OH * OW + 1), sizeof(double));
+			for (int64_t i = 0; i < N * C * OH * OW; i++)
+				want[i] = has_bias ? bias[last ? i % C : i / (OH * OW) % C] : 0.0;
+			/* every entry of cols, added where its tap lands */
+			for (int64_t n = 0; n < N; n++)
+				for (int64_t r = 0; r < rows; r++)
+					for (int64_t l = 0; l < L; l++) {
+						int64_t ch = r / (KH * KW), ki = r / KW % KH, kj = r % KW;
+						int64_t oh = l / LW * c[6] - c[8] + ki * c[10];
+						int64_t ow = l % LW * c[7] - c[9] + kj * c[11];
+						int64_t at = last ? (n * L + l) * rows + (ki * KW + kj) * C + ch : (n * rows + r) * L + l;
+						int64_t to = last ? ((n * OH + oh) * OW + ow) * C + ch : ((n * C + ch) * OH + oh) * OW + ow;
+						if (oh >= 0 && oh < OH && ow >= 0 && ow < OW)
+							want[to] += x[at];
+					}
+			void *xb = th_as(x, n_in, dt), *bb = th_as(bias, C, dt);
+			th_arg args[2] = {th_make(dt, xb, 3, last ? (int64_t[]){N, L, rows} : (int64_t[]){N, rows, L}),
+					  th_make(dt, bb, 1, (int64_t[]){C})};
+			air_attr a[6] = {th_ints("output_size", (int64_t[]){OH, OW}, 2), th_ints("kernel", (int64_t[]){KH, KW}, 2),
+					 th_ints("dilation", (int64_t[]){c[10], c[11]}, 2),
+					 th_ints("padding", (int64_t[]){c[8], c[9]}, 2),
+					 th_ints("stride", (int64_t[]){c[6], c[7]}, 2), th_int("channels_last", last)};
+			char label[96];
+			snprintf(label, sizeof label, "col2im %s case %zu%s%s", air_dtype_name(dt), ci,
+				 last ? " channels_last" : "", has_bias ? " bias" : "");
+			check_op(label, "col2im", args, 1 + has_bias, a, 6, 4,
+				 last ? (int64_t[]){N, OH, OW, C} : (int64_t[]){N, C, OH, OW}, want, NULL,
+				 dt == AIR_F32 ? 1e-6 : 1e-14);
+			free(x), free(bias), free(want), free(xb), free(bb);
+		}
+	}
+	/* bad geometry: rows not a whole number of kernels, blocks that do not
+	 * match output_size, a window above the padded output, rank 2 */
+	float d[256] = {0};
+	air_attr a[2] = {th_ints("output_size", (int64_t[]){4, 4}, 2), th_ints("kernel", (int64_t[]){2, 2}, 2)};
+	th_arg x = th_make(AIR_F32, d, 3, (int64_t[]){1, 6, 9});
+	th_expect_build_error("col2im", &x, 1, a, 2, AIR_SHAPE_MISMATCH, "col2im rows not whole kernels");
+	x = th_make(AIR_F32, d, 3, (int64_t[]){1, 8, 8});
+	th_expect_build_error("col2im", &x, 1, a, 2, AIR_SHAPE_MISMATCH, "col2im blocks != output_size");
+	a[1] = th_ints("kernel", (int64_t[]){5, 2}, 2);
+	x = th_make(AIR_F32, d, 3, (int64_t[]){1, 10, 3});
+	th_expect_build_error("col2im", &x, 1, a, 2, AIR_SHAPE_MISMATCH, "col2im window above output");
+	a[1] = th_ints("kernel", (int64_t[]){2, 2}, 2);
+	x = th_make(AIR_F32, d, 2, (int64_t[]){8, 9});
+	th_expect_build_error("col2im", &x, 1, a, 2, AIR_SHAPE_MISMATCH, "col2im rank 2");
+	th_arg xb[2] = {th_make(AIR_F32, d, 3, (int64_t[]){1, 8, 9}), th_make(AIR_F32, d, 1, (int64_t[]){3})};
+	th_expect_build_error("col2im", xb, 2, a, 2, AIR_SHAPE_MISMATCH, "col2im bias size");
+	air_attr al[3] = {a[0], a[1], th_int("channels_last", 1)};
+	xb[0] = th_make(AIR_F32, d, 3, (int64_t[]){1, 8, 8}); /* 8 blocks of 2 channels' taps; 3 x 3 fit */
+	th_expect_build_error("col2im", xb, 1, al, 3, AIR_SHAPE_MISMATCH, "col2im channels_last blocks");
+	al[2] = th_int("channels_last", 2);
+	th_expect_build_error("col2im", xb, 1, al, 3, AIR_INVALID_ARGUMENT, "col2im channels_last 2");
+	th_expect_build_error("col2im", &x, 1, a + 1, 1, AIR_INVALID_ARGUMENT, "col2im no output_size");
+}
+
 /* ---- errors ------------------------------------------------------------ */
 
 static void test_errors(void)
@@ -719,6 +799,7 @@ int main(void)
 	test_pools();
 	test_pool_symbolic();
 	test_adaptive_avg_pool2d();
+	test_col2im();
 	test_errors();
 	return check_report("test_ops_conv");
 }

@@ -188,6 +188,76 @@ def test_instance_norm_with_dynamic_batch():
     assert eager_ops == [], "\n".join(str(r) for r in reports)
 
 
+class _UpDecoder(torch.nn.Module):
+    """A U-Net decoder step: a transposed convolution doubles the map, the skip
+    joins it, a convolution mixes them."""
+
+    def __init__(self, up: torch.nn.ConvTranspose2d):
+        super().__init__()
+        self.up = up
+        self.mix = torch.nn.Conv2d(2 * up.out_channels, up.out_channels, 3, padding=1)
+
+    def forward(self, x, skip):
+        return torch.relu(self.mix(torch.cat([torch.relu(self.up(x)), skip], 1)))
+
+
+@pytest.mark.parametrize("up,shape", [
+    (lambda: torch.nn.ConvTranspose2d(16, 8, 2, stride=2), (1, 16, 14, 15)),
+    (lambda: torch.nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1), (2, 16, 9, 7)),
+    (lambda: torch.nn.ConvTranspose2d(12, 6, 3, stride=2, padding=1, output_padding=1, bias=False), (3, 12, 6, 5)),
+    (lambda: torch.nn.ConvTranspose2d(6, 5, (3, 2), stride=(1, 2), padding=(2, 0), dilation=(2, 1)), (1, 6, 7, 5)),
+])
+def test_transposed_conv_matches_eager_with_no_fallback(up, shape):
+    """ConvTranspose2d lowers to the GEMM of each input pixel's channels with the
+    transposed weight, then col2im adds every tap into the output pixel it lands on."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = _UpDecoder(up()).eval()
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        skip = torch.randn_like(model.up(x))
+        ref32 = model(x, skip)
+        ref64 = copy.deepcopy(model).double()(x.double(), skip.double())
+        compiled, reports = compile_recording(model)
+        out = compiled(x, skip)
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+    ok, detail = check_accuracy(out, ref32, ref64)
+    assert ok, detail
+
+
+def test_grouped_transposed_conv_falls_back_with_its_reason():
+    """Grouped transposed convolution is not built: it runs in eager, gives eager's
+    answer, and the report says why."""
+    torch._dynamo.reset()
+    model = torch.nn.ConvTranspose2d(8, 4, 3, stride=2, groups=2).eval()
+    x = torch.randn(1, 8, 5, 5)
+    with torch.no_grad():
+        compiled, reports = compile_recording(model)
+        out = compiled(x)
+        torch.testing.assert_close(out, model(x))
+    assert any("grouped transposed convolution" in str(f) for f in fallbacks(reports)), \
+        "\n".join(str(r) for r in reports)
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((2, 4 * 6, 4 * 7), dict(output_size=(7, 9), kernel_size=(3, 2), dilation=(1, 2), padding=(1, 0), stride=(2, 1))),
+    ((3 * 4, 25), dict(output_size=(10, 10), kernel_size=2, stride=2)),  # unbatched, blocks that do not overlap
+])
+def test_fold_matches_eager_with_no_fallback(shape, kw):
+    """F.fold (aten.col2im) is the col2im op itself, batched or not."""
+    torch._dynamo.reset()
+    x = torch.randn(*shape)
+
+    def fold(t):
+        return torch.nn.functional.fold(t * 2, **kw)
+
+    compiled, reports = compile_recording(fold)
+    with torch.no_grad():
+        out = compiled(x)
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+    torch.testing.assert_close(out, fold(x), rtol=1e-6, atol=1e-6)
+
+
 class _Conv1dStack(torch.nn.Module):
     """An audio front end: strided, depthwise and pointwise 1-d convolutions."""
 

@@ -25,7 +25,7 @@ CLAIMED: dict[str, tuple[torch.dtype, ...]] = {
         "softmax", "log_softmax", "nn.functional.layer_norm", "mean", "mm", "bmm", "addmm",
         "nn.functional.conv2d", "nn.functional.max_pool2d", "nn.functional.avg_pool2d",
         "nn.functional.adaptive_avg_pool2d", "nn.functional.scaled_dot_product_attention",
-        "nn.functional.embedding", "isnan",
+        "nn.functional.embedding", "isnan", "nn.functional.conv_transpose2d",
     ]},
     **{n: (torch.float32, torch.int64) for n in [
         "neg", "abs", "sign", "nn.functional.relu", "clamp", "add", "sub", "mul", "maximum", "minimum",

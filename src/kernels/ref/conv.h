@@ -11,6 +11,7 @@ air_status kref_batch_norm(const k_call *call);
 air_status kref_max_pool2d(const k_call *call);
 air_status kref_avg_pool2d(const k_call *call);
 air_status kref_adaptive_avg_pool2d(const k_call *call);
+air_status kref_col2im(const k_call *call);
 
 /* An INTS attribute of two entries: none gives def, one entry means both. */
 static inline void kref_pair(const int64_t *ints, int n, const int64_t def[2], int64_t out[2])
