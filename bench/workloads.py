@@ -201,6 +201,7 @@ def all_workloads() -> list[Workload]:
     for zoo_name, desc in (
         ("mobilenet_v2", "MobileNetV2, batch 1, 3x224x224"),
         ("vit_tiny", "ViT-Tiny, batch 1, 3x224x224"),
+        ("unet_small", "U-Net (widths 32-256, transposed-conv upsampling), batch 1, 3x224x224"),
         ("gpt2", "GPT-2 (small zoo config), batch 1, seq 128"),
         ("llama_small", "small LLaMA-style model, batch 1, seq 128"),
     ):

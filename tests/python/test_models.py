@@ -13,7 +13,7 @@ from _compile import compile_recording, fallbacks
 from bench.accuracy import check_accuracy
 from torchair.zoo import build
 
-MODELS = ["resnet50", "mobilenet_v2", "vit_tiny", "bert_base", "gpt2", "llama_small"]
+MODELS = ["resnet50", "mobilenet_v2", "vit_tiny", "unet_small", "bert_base", "gpt2", "llama_small"]
 
 
 def _double(inputs):

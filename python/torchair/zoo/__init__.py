@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 
 from .hf import bert_base, example_inputs, gpt2, llama_small
-from .vision import mobilenet_v2, resnet50, vit_tiny
+from .vision import mobilenet_v2, resnet50, unet_small, vit_tiny
 
 __all__ = [
     "MODELS",
@@ -25,16 +25,18 @@ __all__ = [
     "llama_small",
     "mobilenet_v2",
     "resnet50",
+    "unet_small",
     "vit_tiny",
 ]
 
 SEED = 0
-VISION = ("resnet50", "mobilenet_v2", "vit_tiny")
+VISION = ("resnet50", "mobilenet_v2", "vit_tiny", "unet_small")
 
 MODELS: dict[str, Callable[[], nn.Module | tuple[nn.Module, Callable[..., tuple[Tensor, ...]]]]] = {
     "resnet50": resnet50,
     "mobilenet_v2": mobilenet_v2,
     "vit_tiny": vit_tiny,
+    "unet_small": unet_small,
     "bert_base": bert_base,
     "gpt2": gpt2,
     "llama_small": llama_small,

@@ -233,3 +233,42 @@ def vit_tiny(
     num_classes: int = 1000,
 ) -> ViT:
     return ViT(image_size, patch_size, dim, depth, heads, mlp_dim, num_classes)
+
+
+class DoubleConv(nn.Sequential):
+    """(3x3 conv -> BatchNorm -> ReLU) twice: one U-Net level."""
+
+    def __init__(self, cin: int, cout: int) -> None:
+        super().__init__(
+            nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+            nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+        )
+
+
+class UNet(nn.Module):
+    """U-Net (Ronneberger et al.) for segmentation: max-pool down, 2x2 stride-2
+    transposed convolutions up, the encoder's map concatenated at each level."""
+
+    def __init__(self, in_channels: int = 3, classes: int = 2, width: int = 32, depth: int = 3) -> None:
+        super().__init__()
+        chans = [width * 2**i for i in range(depth + 1)]
+        self.down = nn.ModuleList([DoubleConv(in_channels, chans[0])])
+        self.down.extend(DoubleConv(chans[i], chans[i + 1]) for i in range(depth))
+        self.pool = nn.MaxPool2d(2)
+        self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
+        self.mix = nn.ModuleList(DoubleConv(2 * chans[i], chans[i]) for i in reversed(range(depth)))
+        self.head = nn.Conv2d(chans[0], classes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        skips = []
+        for i, level in enumerate(self.down):
+            x = level(x if i == 0 else self.pool(x))
+            skips.append(x)
+        skips.pop()
+        for up, mix in zip(self.up, self.mix):
+            x = mix(torch.cat([up(x), skips.pop()], 1))
+        return self.head(x)
+
+
+def unet_small(classes: int = 2) -> UNet:
+    return UNet(3, classes, width=32, depth=3)
