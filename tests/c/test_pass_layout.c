@@ -399,8 +399,43 @@ static void test_strided_cost(void)
 	}
 }
 
+/* A U-Net's join: cat(conv(x), conv(x)) on channels, then a conv. The cat
+ * stays in the region (its axis renumbered), so only x enters and the last
+ * conv leaves. A second output reads c1 channels-last through its own
+ * permute (as a transposed convolution does): the region's exit permute and
+ * it undo each other and both go, so that output is c1's NHWC value as it
+ * stands. Two permutes in all. */
+static void test_cat_and_inverse_permutes(void)
+{
+	gb b = {0};
+	TRY(air_graph_create(&b.g));
+	int64_t dd[4] = {1, 8, 10, 12};
+	air_value x;
+	TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, dd, &x));
+	air_value c1 = conv(&b, x, 8, 8, 3, 1), c2 = conv(&b, x, 8, 6, 3, 1);
+	air_value both[2] = {c1, c2};
+	air_attr ax = th_int("axis", 1);
+	air_value joined = node(&b, "cat", both, 2, &ax, 1);
+	air_value outs[2] = {conv(&b, joined, 14, 5, 3, 1), 0};
+	air_attr perm = th_ints("perm", (int64_t[]){0, 2, 3, 1}, 4);
+	outs[1] = node(&b, "permute", &c1, 1, &perm, 1);
+	TRY(air_graph_set_outputs(b.g, outs, 2));
+	float *xin = th_randf(8 * 10 * 12);
+	int64_t dims[1][4] = {{1, 8, 10, 12}};
+	char *rep = NULL;
+	int permutes = compare(&b, "cat and inverse permutes", 1, &xin, dims, &rep);
+	CHECK(permutes == 2);
+	CHECK(rep && strstr(rep, "1 cat;") && strstr(rep, "1 permute pair(s) cancelled"));
+	if ((permutes != 2 || !rep || !strstr(rep, "1 cat;") || !strstr(rep, "1 permute pair(s) cancelled")) && rep)
+		fprintf(stderr, "cat and inverse permutes: %d permutes\n%s\n", permutes, rep);
+	free(rep);
+	free(xin);
+	gb_free(&b);
+}
+
 int main(void)
 {
+	test_cat_and_inverse_permutes();
 	test_strided_cost();
 	test_pointwise();
 	test_narrow();
