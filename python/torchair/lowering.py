@@ -355,6 +355,16 @@ def _leaky_relu(L: Lowerer, n: Node) -> Value:
     return L.node("leaky_relu", [L.value(n.args[0])], {"negative_slope": float(arg(n, 1, "negative_slope", 0.01))})
 
 
+@lowers(aten.elu.default)
+def _elu(L: Lowerer, n: Node) -> Value:
+    """ELU, and SELU and CELU through its arguments: one elementwise op."""
+    alpha, scale, input_scale = (arg(n, i, k, 1.0) for i, k in ((1, "alpha"), (2, "scale"), (3, "input_scale")))
+    if any(not isinstance(v, (int, float)) for v in (alpha, scale, input_scale)):
+        raise Unsupported("elu with a symbolic alpha or scale")
+    return L.node("elu", [L.value(n.args[0])],
+                  {"alpha": float(alpha), "scale": float(scale), "input_scale": float(input_scale)})
+
+
 _BINARY = {
     aten.add.Tensor: "add",
     aten.add.Scalar: "add",
@@ -876,6 +886,40 @@ def _conv_transpose2d(L: Lowerer, n: Node) -> Value:
                                   "dilation": list(dilation), "padding": list(padding), "stride": list(stride),
                                   "channels_last": 1, "has_bias": int(b is not None)})
     return L.node("permute", [y], {"perm": [0, 3, 1, 2]})
+
+
+@lowers(aten.constant_pad_nd.default)
+def _constant_pad(L: Lowerer, n: Node) -> Value:
+    """F.pad with a constant: pairs of (before, after) from the last dim
+    backwards. A negative amount crops (a slice); a positive one joins blocks
+    of the fill value on that side (cat with full)."""
+    x, pad = n.args[:2]
+    value = arg(n, 2, "value", 0)
+    xm = meta(x)
+    if any(not isinstance(p, int) for p in pad) or not isinstance(value, (int, float, bool)):
+        raise Unsupported("constant_pad_nd with a symbolic pad or value")
+    if len(pad) % 2 or len(pad) // 2 > xm.dim():
+        raise Unsupported(f"constant_pad_nd with pad {list(pad)} for rank {xm.dim()}")
+    if isinstance(value, float) and math.isnan(value) and not is_float(xm.dtype):
+        raise Unsupported("NaN fill of an integer tensor")
+    y, shape = L.value(x), list(xm.shape)
+    for i in range(len(pad) // 2):
+        d, before, after = xm.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
+        if before < 0 or after < 0:
+            start, end = _slice_bounds(L, shape[d], max(-before, 0), shape[d] - max(-after, 0))
+            y = L.node("slice", [y], {"axis": d, "start": start, "end": end, "step": 1})
+            shape[d] = shape[d] - max(-before, 0) - max(-after, 0)
+        parts = []
+        for amount in (before, after):
+            if amount > 0:
+                block = shape[:d] + [amount] + shape[d + 1:]
+                parts.append(L.node("full", [], {"shape": L.dims(block), "value": float(value),
+                                                 "dtype": air_dtype(xm.dtype)}))
+        if parts:
+            parts.insert(1 if before > 0 else 0, y)
+            y = L.node("cat", parts, {"axis": d})
+            shape[d] = shape[d] + max(before, 0) + max(after, 0)
+    return y
 
 
 @lowers(aten.col2im.default)

@@ -31,6 +31,7 @@ static const k_kernel *const softmax[] = {&kfast_softmax_rows, NULL};
 static const k_kernel *const log_softmax[] = {&kfast_log_softmax_rows, NULL};
 static const k_kernel *const layer_norm[] = {&kfast_layer_norm_rows, NULL};
 static const k_kernel *const rms_norm[] = {&kfast_rms_norm_rows, NULL};
+static const k_kernel *const elu[] = {&kfast_elu_vmath, NULL};
 #define VMATH_LIST_(name) static const k_kernel *const vmath_##name[] = {&kfast_##name##_vmath, NULL};
 KFAST_VMATH_OPS(VMATH_LIST_)
 #undef VMATH_LIST_
@@ -56,6 +57,7 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_log_softmax: return log_softmax;
 	case OP_layer_norm: return layer_norm;
 	case OP_rms_norm: return rms_norm;
+	case OP_elu: return elu;
 #define VMATH_CASE_(name) \
 	case OP_##name: return vmath_##name;
 	KFAST_VMATH_OPS(VMATH_CASE_)

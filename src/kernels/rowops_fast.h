@@ -8,7 +8,7 @@
 #include "kernels/kernel.h"
 
 extern const k_kernel kfast_softmax_rows, kfast_log_softmax_rows;
-extern const k_kernel kfast_layer_norm_rows, kfast_rms_norm_rows;
+extern const k_kernel kfast_layer_norm_rows, kfast_rms_norm_rows, kfast_elu_vmath;
 
 /* sin and cos stay with the reference kernels: vmath's range reduction is
  * not checked for huge arguments */

@@ -118,6 +118,12 @@ static const op_attr_spec clamp_attrs[] = {
 	{"has_max", OPA_INT, false, 0, 0.0},
 };
 static const op_attr_spec leaky_attrs[] = {{"negative_slope", OPA_FLOAT, false, 0, 0.01}};
+/* torch's elu: x > 0 ? scale * x : alpha * scale * expm1(input_scale * x) */
+static const op_attr_spec elu_attrs[] = {
+	{"alpha", OPA_FLOAT, false, 0, 1.0},
+	{"scale", OPA_FLOAT, false, 0, 1.0},
+	{"input_scale", OPA_FLOAT, false, 0, 1.0},
+};
 static const op_attr_spec cast_attrs[] = {{"dtype", OPA_INT, true, 0, 0.0}};
 
 #define DEF(name, nin, infer, attrs, nattrs)                                                       \
@@ -155,6 +161,7 @@ DEF(bitwise_not, 1, infer_bitwise_not, NULL, 0)
 DEF(isnan, 1, infer_to_bool, NULL, 0)
 DEF(clamp, 1, infer_num_unary, clamp_attrs, 4)
 DEF(leaky_relu, 1, infer_float_unary, leaky_attrs, 1)
+DEF(elu, 1, infer_float_unary, elu_attrs, 3)
 DEF(add, 2, infer_num_binary, NULL, 0)
 DEF(sub, 2, infer_num_binary, NULL, 0)
 DEF(mul, 2, infer_num_binary, NULL, 0)

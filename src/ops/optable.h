@@ -6,7 +6,7 @@
 OP(neg) OP(abs) OP(exp) OP(log) OP(log1p) OP(expm1) OP(sqrt) OP(rsqrt) OP(sin) OP(cos)
 OP(tanh) OP(sigmoid) OP(erf) OP(relu) OP(gelu) OP(gelu_tanh) OP(silu) OP(hardswish)
 OP(hardsigmoid) OP(reciprocal) OP(floor) OP(ceil) OP(round) OP(trunc) OP(sign)
-OP(logical_not) OP(bitwise_not) OP(isnan) OP(clamp) OP(leaky_relu)
+OP(logical_not) OP(bitwise_not) OP(isnan) OP(clamp) OP(leaky_relu) OP(elu)
 OP(add) OP(sub) OP(mul) OP(div) OP(floor_divide) OP(remainder) OP(fmod) OP(pow) OP(maximum) OP(minimum)
 OP(eq) OP(ne) OP(lt) OP(le) OP(gt) OP(ge) OP(logical_and) OP(logical_or) OP(logical_xor)
 OP(bitwise_and) OP(bitwise_or) OP(bitwise_xor)

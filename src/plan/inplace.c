@@ -52,11 +52,14 @@ static const k_kernel *const residual_in_place[] = {
  * runs kv_<f>_f32 on its own chunk, which vmath.h documents as safe in
  * place (x == y): every vector is loaded before its result is stored. The
  * fast fused_elementwise (kernels/fused_fast.c) is the reference's tile
- * loop whose instructions are such vmath calls or loops out[i] = f(in[i]). */
+ * loop whose instructions are such vmath calls or loops out[i] = f(in[i]).
+ * elu's (kernels/elu_fast.c) copies each tile of x before its last loop,
+ * which reads x[i] before it writes y[i]. */
 static const k_kernel *const unary_in_place[] = {
 #define VMATH_ENTRY_(name) &kfast_##name##_vmath,
 	KFAST_VMATH_OPS(VMATH_ENTRY_)
 #undef VMATH_ENTRY_
+	&kfast_elu_vmath,
 	&kfast_fused_elementwise,
 	NULL,
 };

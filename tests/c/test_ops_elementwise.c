@@ -11,7 +11,7 @@
  *     comparisons with NaN false), Python semantics of floor_divide and
  *     remainder with negative operands, integer division by zero and
  *     negative integer powers as AIR_INVALID_ARGUMENT at run time;
- *   - clamp (NaN kept, min > max gives max), leaky_relu, where on 1-, 2-, 4-
+ *   - clamp (NaN kept, min > max gives max), leaky_relu, elu, where on 1-, 2-, 4-
  *     and 8-byte dtypes;
  *   - cast between all dtype pairs, f16/bf16 rounding and exhaustive
  *     round trips, float -> int out of range without UB;
@@ -623,6 +623,35 @@ static void test_clamp(void)
 			expect e = {"leaky_relu", dt, 1, {n}, n, w, NULL, dt == AIR_F32 ? 1e-6 : 1e-15, 0};
 			run_both("leaky_relu", &a, 1, &la, c, check_expect, &e, 2);
 		}
+		/* elu: defaults (alpha = scale = input_scale = 1) and SELU's constants */
+		for (int c = 0; c < 2; c++) {
+			double al = c ? 1.6732632423543772 : 1.0, sc = c ? 1.0507009873554805 : 1.0, is = c ? 0.5 : 1.0;
+			for (int i = 0; i < n; i++) {
+				double x = dt == AIR_F32 ? (float)specials[i] : specials[i];
+				double y = x > 0 ? x * sc : expm1(x * is) * al * sc;
+				w[i] = dt == AIR_F32 ? (float)y : y;
+			}
+			air_attr ea[3] = {th_float("alpha", al), th_float("scale", sc), th_float("input_scale", is)};
+			expect e = {"elu", dt, 1, {n}, n, w, NULL, dt == AIR_F32 ? 1e-6 : 1e-15, 0};
+			run_both("elu", &a, 1, ea, c ? 3 : 0, check_expect, &e, 2);
+		}
+		/* elu near 0, where expm1 is not exp - 1 (the fast kernel switches
+		 * at |t| = 0.35), and across the switch: relative error per element */
+		enum { NE = 1201 };
+		double xs[NE], we[NE];
+		for (int i = 0; i < NE; i++) {
+			xs[i] = i < 600 ? -4.0 + i * (4.0 / 600) : (i < 1200 ? -pow(10.0, -1.0 - (i - 600) * (7.0 / 600)) : 0.5);
+			if (dt == AIR_F32)
+				xs[i] = (float)xs[i];
+			double y = xs[i] > 0 ? xs[i] : expm1(xs[i]);
+			we[i] = dt == AIR_F32 ? (float)y : y;
+		}
+		void *ed = pack(dt, xs, NULL, NE);
+		int64_t ne = NE;
+		th_arg ea1 = th_make(dt, ed, 1, &ne);
+		expect e2 = {"elu near 0", dt, 1, {NE}, NE, we, NULL, dt == AIR_F32 ? 4e-7 : 1e-15, 0};
+		run_both("elu", &ea1, 1, NULL, 0, check_expect, &e2, 2);
+		free(ed);
 		free(xd);
 	}
 	/* integer clamp with min > max: all max */

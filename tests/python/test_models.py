@@ -258,6 +258,36 @@ def test_fold_matches_eager_with_no_fallback(shape, kw):
     torch.testing.assert_close(out, fold(x), rtol=1e-6, atol=1e-6)
 
 
+class _SamePadBlock(torch.nn.Module):
+    """TensorFlow-style "same" padding (uneven, by F.pad), a strided conv, ELU
+    and SELU, and a crop by negative padding: ops that used to fall back."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 16, 3, stride=2)
+        self.pw = torch.nn.Conv2d(16, 16, 1)
+
+    def forward(self, x):
+        y = torch.nn.functional.elu(self.conv(torch.nn.functional.pad(x, (0, 1, 0, 1))), alpha=0.7)
+        y = torch.nn.functional.selu(self.pw(torch.nn.functional.pad(y, (1, 1, 2, 0), value=0.25)))
+        return torch.nn.functional.pad(y, (-1, -2, 0, -1))
+
+
+def test_same_padding_and_elu_match_eager_with_no_fallback():
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = _SamePadBlock().eval()
+    x = torch.randn(2, 8, 15, 16)
+    with torch.no_grad():
+        ref32 = model(x)
+        ref64 = copy.deepcopy(model).double()(x.double())
+        compiled, reports = compile_recording(model)
+        out = compiled(x)
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+    ok, detail = check_accuracy(out, ref32, ref64)
+    assert ok, detail
+
+
 class _Conv1dStack(torch.nn.Module):
     """An audio front end: strided, depthwise and pointwise 1-d convolutions."""
 

@@ -27,7 +27,7 @@ typedef struct {
 	const void *x;
 	void *y;
 	int64_t n;
-	double a, b; /* op parameters (clamp bounds, slope) */
+	double a, b, d; /* op parameters (clamp bounds, slope, elu's three) */
 	int has_a, has_b;
 } unary_ctx;
 
@@ -233,6 +233,23 @@ air_status kref_leaky_relu(const k_call *call)
 	case AIR_F32: return run_unary(call, leaky_relu_task_float, &c);
 	case AIR_F64: return run_unary(call, leaky_relu_task_double, &c);
 	default: return bad_dtype("leaky_relu", call->in[0].dtype);
+	}
+}
+
+/* elu: a = alpha * scale, b = scale, d = input_scale; NaN stays NaN (it is
+ * not > 0, and expm1 keeps it) */
+UNARY_TASK(elu, float, float, x > 0.0f ? x * (float)c->b : expm1f(x * (float)c->d) * (float)c->a)
+UNARY_TASK(elu, double, double, x > 0.0 ? x * c->b : expm1(x * c->d) * c->a)
+air_status kref_elu(const k_call *call)
+{
+	unary_ctx c = {0};
+	c.a = call->attrs[0].f * call->attrs[1].f;
+	c.b = call->attrs[1].f;
+	c.d = call->attrs[2].f;
+	switch (call->in[0].dtype) {
+	case AIR_F32: return run_unary(call, elu_task_float, &c);
+	case AIR_F64: return run_unary(call, elu_task_double, &c);
+	default: return bad_dtype("elu", call->in[0].dtype);
 	}
 }
 
