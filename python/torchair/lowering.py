@@ -1034,6 +1034,55 @@ def _sdpa(L: Lowerer, n: Node) -> Value:
     return L.node("sdpa", inputs, attrs)
 
 
+@lowers(aten._transformer_encoder_layer_fwd.default)
+def _transformer_encoder_layer(L: Lowerer, n: Node) -> Value:
+    """nn.TransformerEncoderLayer's inference fast path (eval, batch_first, no
+    grad) as the ops it is: the packed q/k/v projection, attention, the output
+    projection, two layer norms and the feed-forward pair, post- or pre-norm
+    (norm_first). Masks are not lowered (the layer falls back with one)."""
+    (x, E, H, qkv_w, qkv_b, proj_w, proj_b, use_gelu, norm_first, eps,
+     n1_w, n1_b, n2_w, n2_b, f1_w, f1_b, f2_w, f2_b) = n.args[:18]
+    mask = arg(n, 18, "mask", None)
+    if mask is not None:
+        raise Unsupported("transformer encoder layer fast path with a mask")
+    xm = meta(x)
+    if xm.dim() != 3 or not isinstance(E, int) or not isinstance(H, int) or E % H:
+        raise Unsupported("transformer encoder layer fast path: not [B, L, E] with E divisible by heads")
+    B, T = xm.shape[0], xm.shape[1]
+    D = E // H
+
+    def linear(v: Value, w: Any, b: Any) -> Value:
+        return L.node("linear", [v, L.value(w), L.value(b)], {"has_bias": 1})
+
+    def norm(v: Value, w: Any, b: Any) -> Value:
+        out = L.node("layer_norm", [v, L.value(w), L.value(b)],
+                     {"normalized_ndim": 1, "eps": float(eps), "has_weight": 1, "has_bias": 1})
+        return out[0]
+
+    def attention(v: Value) -> Value:
+        qkv = linear(v, qkv_w, qkv_b)  # [B, T, 3E]: q, k, v in turn
+        heads = []
+        for i in range(3):
+            part = L.node("slice", [qkv], {"axis": 2, "start": i * E, "end": (i + 1) * E, "step": 1})
+            part = L.node("reshape", [part], {"shape": L.dims([B, T, H, D])})
+            heads.append(L.node("permute", [part], {"perm": [0, 2, 1, 3]}))
+        a = L.node("sdpa", heads, {"scale": 0.0, "is_causal": 0, "has_mask": 0})  # [B, H, T, D]
+        a = L.node("reshape", [L.node("permute", [a], {"perm": [0, 2, 1, 3]})], {"shape": L.dims([B, T, E])})
+        return linear(a, proj_w, proj_b)
+
+    def feed_forward(v: Value) -> Value:
+        h = linear(v, f1_w, f1_b)
+        h = L.node("gelu", [h]) if use_gelu else L.node("relu", [h])
+        return linear(h, f2_w, f2_b)
+
+    y = L.value(x)
+    if norm_first:
+        y = L.node("add", [y, attention(norm(y, n1_w, n1_b))])
+        return L.node("add", [y, feed_forward(norm(y, n2_w, n2_b))])
+    y = norm(L.node("add", [y, attention(y)]), n1_w, n1_b)
+    return norm(L.node("add", [y, feed_forward(y)]), n2_w, n2_b)
+
+
 # ---- indexing and creation ------------------------------------------------
 
 

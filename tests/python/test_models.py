@@ -288,6 +288,43 @@ def test_same_padding_and_elu_match_eager_with_no_fallback():
     assert ok, detail
 
 
+@pytest.mark.parametrize("norm_first,activation", [(False, "relu"), (True, "gelu")])
+def test_transformer_encoder_fast_path_matches_eager_with_no_fallback(norm_first, activation):
+    """nn.TransformerEncoderLayer in eval takes torch's fused inference path
+    (_transformer_encoder_layer_fwd); it lowers to projections, attention and
+    norms, post- or pre-norm."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, activation=activation,
+                                             batch_first=True, norm_first=norm_first)
+    model = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    x = torch.randn(3, 17, 64)
+    with torch.no_grad():
+        ref32 = model(x)
+        ref64 = copy.deepcopy(model).double()(x.double())
+        compiled, reports = compile_recording(model)
+        out = compiled(x)
+    assert any("_transformer_encoder_layer_fwd" in str(r) for r in reports), "the fast path was not taken"
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+    ok, detail = check_accuracy(out, ref32, ref64)
+    assert ok, detail
+
+
+def test_transformer_encoder_fast_path_with_a_mask_falls_back():
+    """A padding mask is not lowered: that layer runs in eager, with eager's answer."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = torch.nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, batch_first=True).eval()
+    x = torch.randn(2, 9, 32)
+    pad = torch.zeros(2, 9, dtype=torch.bool)
+    pad[1, 6:] = True
+    with torch.no_grad():
+        compiled, reports = compile_recording(model)
+        out = compiled(x, src_key_padding_mask=pad)
+        torch.testing.assert_close(out, model(x, src_key_padding_mask=pad), rtol=1e-5, atol=1e-5)
+    assert any("with a mask" in str(f) for f in fallbacks(reports)), "\n".join(str(r) for r in reports)
+
+
 class _Conv1dStack(torch.nn.Module):
     """An audio front end: strided, depthwise and pointwise 1-d convolutions."""
 
