@@ -978,6 +978,25 @@ def _max_pool(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
     return (L.node("max_pool2d", [L.value(n.args[0])], attrs), None)
 
 
+@lowers(aten.adaptive_max_pool2d.default, outputs=(0,))
+def _adaptive_max_pool(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
+    """Adaptive max pooling where its windows are a plain pooling's: to 1x1 an
+    amax over H and W (a global max pool); to sizes that divide the input, a
+    max_pool2d with kernel = stride = input / output. Other sizes (uneven,
+    overlapping windows) fall back, and so does a use of the indices."""
+    x, size = n.args[:2]
+    xm = meta(x)
+    H, W = xm.shape[-2], xm.shape[-1]
+    size = [size, size] if isinstance(size, int) else list(size)
+    if list(size) == [1, 1]:
+        return (L.node("amax", [L.value(x)], {"axes": [xm.dim() - 2, xm.dim() - 1], "keepdim": 1}), None)
+    if not all(isinstance(v, int) and v > 0 for v in [H, W] + size) or H % size[0] or W % size[1]:
+        raise Unsupported(f"adaptive max pool of {H}x{W} to {size[0]}x{size[1]} (uneven windows)")
+    kernel = [H // size[0], W // size[1]]
+    attrs = {"kernel": kernel, "stride": kernel, "padding": [0, 0], "dilation": [1, 1], "ceil_mode": 0}
+    return (L.node("max_pool2d", [L.value(x)], attrs), None)
+
+
 @lowers(aten.avg_pool2d.default)
 def _avg_pool(L: Lowerer, n: Node) -> Value:
     kernel = _pair(n.args[1], 1)

@@ -325,6 +325,28 @@ def test_transformer_encoder_fast_path_with_a_mask_falls_back():
     assert any("with a mask" in str(f) for f in fallbacks(reports)), "\n".join(str(r) for r in reports)
 
 
+@pytest.mark.parametrize("size,shape,compiled_whole", [
+    (1, (2, 8, 7, 9), True),           # global max pool
+    ((2, 3), (1, 8, 8, 9), True),      # windows of 4x3
+    (3, (1, 4, 7, 7), False),          # uneven windows: falls back
+])
+def test_adaptive_max_pool(size, shape, compiled_whole):
+    """AdaptiveMaxPool2d where its windows are a plain pooling's: amax or
+    max_pool2d; other sizes run in eager with eager's answer and the reason."""
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Conv2d(shape[1], 6, 1), torch.nn.AdaptiveMaxPool2d(size)).eval()
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        compiled, reports = compile_recording(model)
+        out = compiled(x)
+        torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
+    fb = fallbacks(reports)
+    if compiled_whole:
+        assert fb == [], "\n".join(str(r) for r in reports)
+    else:
+        assert any("uneven windows" in str(f) for f in fb), "\n".join(str(r) for r in reports)
+
+
 class _Conv1dStack(torch.nn.Module):
     """An audio front end: strided, depthwise and pointwise 1-d convolutions."""
 
