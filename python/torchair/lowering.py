@@ -864,62 +864,50 @@ def _conv_transpose2d(L: Lowerer, n: Node) -> Value:
     ([C, KH*KW*O], permuted once: folded when it is a constant) is one B
     operand for the whole batch, packed at compile time; col2im then works
     channels-last (each tap's O channels contiguous) and one permute brings
-    the output back to NCHW."""
-    x, w, b, stride, padding, dilation, _transposed, _output_padding, groups = n.args
+    the output back to NCHW. Groups (up to MAX_TRANSPOSED_GROUPS) are a GEMM
+    and col2im each on their slices of the channels, joined by a cat."""
+    x, w, b, stride, padding, dilation, _transposed, output_padding, groups = n.args
     xm, wm, out = meta(x), meta(w), out_val(n)
     if xm.dim() != 4:
         raise Unsupported(f"{xm.dim() - 2}-d transposed convolution (only 2-d)")
-    if groups != 1:
-        raise Unsupported("grouped transposed convolution")
+    if any(not isinstance(p, int) or p >= s for p, s in zip(output_padding, stride)):
+        # allowed by torch when dilation exceeds stride; col2im's blocks would not tile it
+        raise Unsupported("transposed convolution with output_padding >= stride")
+    if not isinstance(groups, int) or groups > MAX_TRANSPOSED_GROUPS:
+        raise Unsupported(f"transposed convolution with {groups} groups (at most {MAX_TRANSPOSED_GROUPS})")
     for v in (stride, padding, dilation):
         if any(isinstance(e, Node) for e in v):
             raise Unsupported("transposed convolution with a symbolic stride, padding or dilation")
     N, C, H, W = xm.shape
-    O, KH, KW = wm.shape[1], wm.shape[2], wm.shape[3]
+    Og, KH, KW = wm.shape[1], wm.shape[2], wm.shape[3]
+    Cg = C // groups
     pixels = L.node("permute", [L.value(x)], {"perm": [0, 2, 3, 1]})
     pixels = L.node("reshape", [pixels], {"shape": L.dims([N * H * W, C])})
-    weight = L.node("permute", [L.value(w)], {"perm": [0, 2, 3, 1]})  # [C, KH, KW, O]
-    weight = L.node("reshape", [weight], {"shape": L.dims([C, KH * KW * O])})
-    cols = L.node("reshape", [L.node("mm", [pixels, weight])], {"shape": L.dims([N, H * W, KH * KW * O])})
-    inputs = [cols] + ([L.value(b)] if b is not None else [])
-    y = L.node("col2im", inputs, {"output_size": L.dims(out.shape[2:]), "kernel": [KH, KW],
-                                  "dilation": list(dilation), "padding": list(padding), "stride": list(stride),
-                                  "channels_last": 1, "has_bias": int(b is not None)})
+    weight = L.node("permute", [L.value(w)], {"perm": [0, 2, 3, 1]})  # [C, KH, KW, Og]
+    weight = L.node("reshape", [weight], {"shape": L.dims([C, KH * KW * Og])})
+    attrs = {"output_size": L.dims(out.shape[2:]), "kernel": [KH, KW], "dilation": list(dilation),
+             "padding": list(padding), "stride": list(stride), "channels_last": 1, "has_bias": int(b is not None)}
+    parts = []
+    for g in range(groups):  # each group its own GEMM and col2im, joined on channels
+        rows, wg = pixels, weight
+        if groups > 1:
+            rows = L.node("slice", [pixels], {"axis": 1, "start": g * Cg, "end": (g + 1) * Cg, "step": 1})
+            wg = L.node("slice", [weight], {"axis": 0, "start": g * Cg, "end": (g + 1) * Cg, "step": 1})
+        cols = L.node("reshape", [L.node("mm", [rows, wg])], {"shape": L.dims([N, H * W, KH * KW * Og])})
+        inputs = [cols]
+        if b is not None:
+            bias = L.value(b)
+            if groups > 1:
+                bias = L.node("slice", [bias], {"axis": 0, "start": g * Og, "end": (g + 1) * Og, "step": 1})
+            inputs.append(bias)
+        parts.append(L.node("col2im", inputs, attrs))
+    y = parts[0] if groups == 1 else L.node("cat", parts, {"axis": 3})
     return L.node("permute", [y], {"perm": [0, 3, 1, 2]})
 
 
-@lowers(aten.constant_pad_nd.default)
-def _constant_pad(L: Lowerer, n: Node) -> Value:
-    """F.pad with a constant: pairs of (before, after) from the last dim
-    backwards. A negative amount crops (a slice); a positive one joins blocks
-    of the fill value on that side (cat with full)."""
-    x, pad = n.args[:2]
-    value = arg(n, 2, "value", 0)
-    xm = meta(x)
-    if any(not isinstance(p, int) for p in pad) or not isinstance(value, (int, float, bool)):
-        raise Unsupported("constant_pad_nd with a symbolic pad or value")
-    if len(pad) % 2 or len(pad) // 2 > xm.dim():
-        raise Unsupported(f"constant_pad_nd with pad {list(pad)} for rank {xm.dim()}")
-    if isinstance(value, float) and math.isnan(value) and not is_float(xm.dtype):
-        raise Unsupported("NaN fill of an integer tensor")
-    y, shape = L.value(x), list(xm.shape)
-    for i in range(len(pad) // 2):
-        d, before, after = xm.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
-        if before < 0 or after < 0:
-            start, end = _slice_bounds(L, shape[d], max(-before, 0), shape[d] - max(-after, 0))
-            y = L.node("slice", [y], {"axis": d, "start": start, "end": end, "step": 1})
-            shape[d] = shape[d] - max(-before, 0) - max(-after, 0)
-        parts = []
-        for amount in (before, after):
-            if amount > 0:
-                block = shape[:d] + [amount] + shape[d + 1:]
-                parts.append(L.node("full", [], {"shape": L.dims(block), "value": float(value),
-                                                 "dtype": air_dtype(xm.dtype)}))
-        if parts:
-            parts.insert(1 if before > 0 else 0, y)
-            y = L.node("cat", parts, {"axis": d})
-            shape[d] = shape[d] + max(before, 0) + max(after, 0)
-    return y
+# Groups of a transposed convolution lowered one GEMM and col2im each; more
+# (a depthwise one: a GEMM per channel) fall back.
+MAX_TRANSPOSED_GROUPS = 8
 
 
 @lowers(aten.col2im.default)
