@@ -854,6 +854,11 @@ def _convolution(L: Lowerer, n: Node) -> Value:
     return y
 
 
+# Groups of a transposed convolution lowered one GEMM and col2im each; more
+# (a depthwise one: a GEMM per channel) fall back.
+MAX_TRANSPOSED_GROUPS = 8
+
+
 def _conv_transpose2d(L: Lowerer, n: Node) -> Value:
     """A transposed convolution as the GEMM it is, then col2im: each input
     pixel's C channels times the weight give its KH x KW x O output taps, and
@@ -905,9 +910,38 @@ def _conv_transpose2d(L: Lowerer, n: Node) -> Value:
     return L.node("permute", [y], {"perm": [0, 3, 1, 2]})
 
 
-# Groups of a transposed convolution lowered one GEMM and col2im each; more
-# (a depthwise one: a GEMM per channel) fall back.
-MAX_TRANSPOSED_GROUPS = 8
+@lowers(aten.constant_pad_nd.default)
+def _constant_pad(L: Lowerer, n: Node) -> Value:
+    """F.pad with a constant: pairs of (before, after) from the last dim
+    backwards. A negative amount crops (a slice); a positive one joins blocks
+    of the fill value on that side (cat with full)."""
+    x, pad = n.args[:2]
+    value = arg(n, 2, "value", 0)
+    xm = meta(x)
+    if any(not isinstance(p, int) for p in pad) or not isinstance(value, (int, float, bool)):
+        raise Unsupported("constant_pad_nd with a symbolic pad or value")
+    if len(pad) % 2 or len(pad) // 2 > xm.dim():
+        raise Unsupported(f"constant_pad_nd with pad {list(pad)} for rank {xm.dim()}")
+    if isinstance(value, float) and math.isnan(value) and not is_float(xm.dtype):
+        raise Unsupported("NaN fill of an integer tensor")
+    y, shape = L.value(x), list(xm.shape)
+    for i in range(len(pad) // 2):
+        d, before, after = xm.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
+        if before < 0 or after < 0:
+            start, end = _slice_bounds(L, shape[d], max(-before, 0), shape[d] - max(-after, 0))
+            y = L.node("slice", [y], {"axis": d, "start": start, "end": end, "step": 1})
+            shape[d] = shape[d] - max(-before, 0) - max(-after, 0)
+        parts = []
+        for amount in (before, after):
+            if amount > 0:
+                block = shape[:d] + [amount] + shape[d + 1:]
+                parts.append(L.node("full", [], {"shape": L.dims(block), "value": float(value),
+                                                 "dtype": air_dtype(xm.dtype)}))
+        if parts:
+            parts.insert(1 if before > 0 else 0, y)
+            y = L.node("cat", parts, {"axis": d})
+            shape[d] = shape[d] + max(before, 0) + max(after, 0)
+    return y
 
 
 @lowers(aten.col2im.default)
