@@ -456,14 +456,7 @@ static air_status cancel_inverse_permutes(air_graph *g, int *cancelled)
 		int pk = b->op == OP_permute ? producer(g, b->in[0]) : -1;
 		if (pk < 0 || g->nodes[pk].op != OP_permute || !undoes(&g->nodes[pk], b))
 			continue;
-		air_value from = b->out[0], to = g->nodes[pk].in[0];
-		for (int u = k + 1; u < n; u++)
-			for (int i = 0; i < g->nodes[u].n_in; i++)
-				if (g->nodes[u].in[i] == from)
-					g->nodes[u].in[i] = to;
-		for (int o = 0; o < g->n_outputs; o++)
-			if (g->outputs[o] == from)
-				g->outputs[o] = to;
+		ir_replace_uses(g, b->out[0], g->nodes[pk].in[0]);
 		dead[k] = 1;
 		(*cancelled)++;
 	}
