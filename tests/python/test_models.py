@@ -20,6 +20,21 @@ def _double(inputs):
     return tuple(x.double() if x.is_floating_point() else x for x in inputs)
 
 
+def _compiles_whole_and_matches_eager(model, *inputs):
+    """Compiles model with torchair and runs it on inputs under no_grad; asserts
+    no op fell back and SPEC section 4 accuracy against eager fp32 and fp64.
+    Returns the compile reports."""
+    with torch.no_grad():
+        ref32 = model(*inputs)
+        ref64 = copy.deepcopy(model).double()(*_double(inputs))
+        compiled, reports = compile_recording(model)
+        out = compiled(*inputs)
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+    ok, detail = check_accuracy(out, ref32, ref64)
+    assert ok, detail
+    return reports
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_model_matches_eager_with_no_fallback(name):
     model, inputs = build(name)
@@ -88,14 +103,7 @@ def test_nearest_upsample_matches_eager_with_no_fallback(size):
     model = _UpCat(size=size).eval()
     x = torch.randn(2, 16, 14, 17)
     skip = torch.randn(2, 16, 28, 34) if size is None else torch.randn(2, 16, *size)
-    with torch.no_grad():
-        ref32 = model(x, skip)
-        ref64 = copy.deepcopy(model).double()(x.double(), skip.double())
-        compiled, reports = compile_recording(model)
-        out = compiled(x, skip)
-    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
-    ok, detail = check_accuracy(out, ref32, ref64)
-    assert ok, detail
+    _compiles_whole_and_matches_eager(model, x, skip)
 
 
 @pytest.mark.parametrize("groups,affine,shape", [(8, True, (2, 64, 9, 11)), (1, False, (3, 6, 5, 7)),
@@ -112,14 +120,7 @@ def test_group_norm_matches_eager_with_no_fallback(groups, affine, shape):
             gn.bias.uniform_(-0.5, 0.5)
     model = torch.nn.Sequential(gn, torch.nn.SiLU()).eval()
     x = torch.randn(*shape) * 3 + 1
-    with torch.no_grad():
-        ref32 = model(x)
-        ref64 = copy.deepcopy(model).double()(x.double())
-        compiled, reports = compile_recording(model)
-        out = compiled(x)
-    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
-    ok, detail = check_accuracy(out, ref32, ref64)
-    assert ok, detail
+    _compiles_whole_and_matches_eager(model, x)
 
 
 def test_group_norm_with_dynamic_batch_and_size():
@@ -162,14 +163,7 @@ def test_instance_norm_matches_eager_with_no_fallback(make, shape):
             norm.bias.uniform_(-0.5, 0.5)
     model = torch.nn.Sequential(norm, torch.nn.ReLU()).eval()
     x = torch.randn(*shape) * 2 + 0.5
-    with torch.no_grad():
-        ref32 = model(x)
-        ref64 = copy.deepcopy(model).double()(x.double())
-        compiled, reports = compile_recording(model)
-        out = compiled(x)
-    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
-    ok, detail = check_accuracy(out, ref32, ref64)
-    assert ok, detail
+    _compiles_whole_and_matches_eager(model, x)
 
 
 def test_instance_norm_with_dynamic_batch():
@@ -216,13 +210,7 @@ def test_transposed_conv_matches_eager_with_no_fallback(up, shape):
     x = torch.randn(*shape)
     with torch.no_grad():
         skip = torch.randn_like(model.up(x))
-        ref32 = model(x, skip)
-        ref64 = copy.deepcopy(model).double()(x.double(), skip.double())
-        compiled, reports = compile_recording(model)
-        out = compiled(x, skip)
-    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
-    ok, detail = check_accuracy(out, ref32, ref64)
-    assert ok, detail
+    _compiles_whole_and_matches_eager(model, x, skip)
 
 
 @pytest.mark.parametrize("cin,cout,groups,bias", [(8, 4, 2, True), (12, 6, 3, False)])
@@ -232,13 +220,7 @@ def test_grouped_transposed_conv_matches_eager(cin, cout, groups, bias):
     torch._dynamo.reset()
     model = torch.nn.ConvTranspose2d(cin, cout, 3, stride=2, padding=1, groups=groups, bias=bias).eval()
     x = torch.randn(2, cin, 5, 6)
-    with torch.no_grad():
-        ref32, ref64 = model(x), copy.deepcopy(model).double()(x.double())
-        compiled, reports = compile_recording(model)
-        out = compiled(x)
-    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
-    ok, detail = check_accuracy(out, ref32, ref64)
-    assert ok, detail
+    _compiles_whole_and_matches_eager(model, x)
 
 
 @pytest.mark.parametrize("make,reason", [
@@ -297,14 +279,7 @@ def test_same_padding_and_elu_match_eager_with_no_fallback():
     torch._dynamo.reset()
     model = _SamePadBlock().eval()
     x = torch.randn(2, 8, 15, 16)
-    with torch.no_grad():
-        ref32 = model(x)
-        ref64 = copy.deepcopy(model).double()(x.double())
-        compiled, reports = compile_recording(model)
-        out = compiled(x)
-    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
-    ok, detail = check_accuracy(out, ref32, ref64)
-    assert ok, detail
+    _compiles_whole_and_matches_eager(model, x)
 
 
 @pytest.mark.parametrize("norm_first,activation", [(False, "relu"), (True, "gelu")])
@@ -318,15 +293,8 @@ def test_transformer_encoder_fast_path_matches_eager_with_no_fallback(norm_first
                                              batch_first=True, norm_first=norm_first)
     model = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
     x = torch.randn(3, 17, 64)
-    with torch.no_grad():
-        ref32 = model(x)
-        ref64 = copy.deepcopy(model).double()(x.double())
-        compiled, reports = compile_recording(model)
-        out = compiled(x)
+    reports = _compiles_whole_and_matches_eager(model, x)
     assert any("_transformer_encoder_layer_fwd" in str(r) for r in reports), "the fast path was not taken"
-    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
-    ok, detail = check_accuracy(out, ref32, ref64)
-    assert ok, detail
 
 
 def test_transformer_encoder_fast_path_with_a_mask_falls_back():
@@ -385,11 +353,4 @@ def test_conv1d_matches_eager_with_no_fallback():
     torch._dynamo.reset()
     model = _Conv1dStack().eval()
     x = torch.randn(2, 12, 101)
-    with torch.no_grad():
-        ref32 = model(x)
-        ref64 = copy.deepcopy(model).double()(x.double())
-        compiled, reports = compile_recording(model)
-        out = compiled(x)
-    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
-    ok, detail = check_accuracy(out, ref32, ref64)
-    assert ok, detail
+    _compiles_whole_and_matches_eager(model, x)
