@@ -132,6 +132,7 @@ typedef struct conv_plan {
 	size_t col_bytes;  /* per thread (whole: once) */
 	size_t gemm_bytes; /* per thread (whole: once) */
 	int direct;
+	int in_place; /* direct, and the GEMM reads the pixels where they are */
 	int whole; /* one pool-wide GEMM per image and group (see make_plan) */
 } conv_plan;
 
@@ -146,6 +147,7 @@ static conv_plan make_plan(const kconv_geom *g, int nthreads)
 {
 	conv_plan p;
 	p.direct = is_direct(g);
+	p.in_place = 0;
 	p.K = g->Cg * g->KH * g->KW;
 	p.P = g->OH * g->OW;
 	int64_t pc = COL_FLOATS / (p.K > 0 ? p.K : 1);
@@ -173,11 +175,17 @@ static conv_plan make_plan(const kconv_geom *g, int nthreads)
 		p.pc = p.P;
 		p.nchunks = 1;
 		p.col_bytes = p.direct ? 0 : k_align64((size_t)p.K * (size_t)p.P * sizeof(float));
-		p.gemm_bytes = k_align64(kgemm_workspace_bytes(g->Og, p.P, p.K, nthreads));
+		p.in_place = p.direct && kgemm_b_in_place_available();
+		p.gemm_bytes = p.in_place ? 0 : k_align64(kgemm_workspace_bytes(g->Og, p.P, p.K, nthreads));
 		return p;
 	}
 	p.col_bytes = p.direct ? 0 : k_align64((size_t)p.K * (size_t)p.pc * sizeof(float));
-	p.gemm_bytes = k_align64(kgemm_workspace_bytes(g->Og, p.pc, p.K, 1));
+	/* a chunk of a 1x1's pixels is read in place by the GEMM, not packed:
+	 * packing took 11% of 256>64 at 56x56 (0.69-0.78 ms, in place 0.61;
+	 * bench_conv --layout, AVX2). The whole plan's pool-wide GEMM still
+	 * packs: there the pixels are shared by tasks over channels */
+	p.in_place = p.direct && kgemm_b_in_place_available();
+	p.gemm_bytes = p.in_place ? 0 : k_align64(kgemm_workspace_bytes(g->Og, p.pc, p.K, 1));
 	return p;
 }
 
@@ -289,6 +297,8 @@ static void conv_task(void *ctx, int64_t t, int thread)
 	}
 	int64_t at = (n * g->O + o0) * p->P + p0;
 	k_epilogue ep = conv_epilogue(j, o0, at);
+	if (p->in_place && kgemm_f32_b_in_place(no, np, p->K, j->w + o0 * p->K, p->K, B, rs_b, j->y + at, p->P, &ep, NULL))
+		return;
 	kgemm_f32(no, np, p->K, j->w + o0 * p->K, p->K, 1, B, rs_b, 1, j->y + at, p->P, &ep, NULL,
 		  slot + p->col_bytes);
 }
@@ -336,6 +346,9 @@ static void conv_whole(const conv_job *j, rt_pool *pool)
 			}
 			int64_t o0 = grp * g->Og, at = (n * g->O + o0) * p->P;
 			k_epilogue ep = conv_epilogue(j, o0, at);
+			if (p->in_place && kgemm_f32_b_in_place(g->Og, p->P, p->K, j->w + o0 * p->K, p->K, x, p->P,
+								 j->y + at, p->P, &ep, pool))
+				continue;
 			kgemm_f32(g->Og, p->P, p->K, j->w + o0 * p->K, p->K, 1, x, p->P, 1, j->y + at, p->P, &ep, pool,
 				  j->ws + p->col_bytes);
 		}

@@ -84,7 +84,8 @@ static const kgemm_ukernel_desc kgemm_ukernels[] = {
 	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_12x32_strided__avx512,
 	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4},
 	{.name = "avx2_6x16", .isa = KCPU_AVX2, .mr = 6, .nr = 16, .fn = kgemm_ukernel_6x16__avx2,
-	 .kc = KGEMM_KC_AVX2, .mc = KGEMM_MC, .nc = KGEMM_NC, .seg = kgemm_ukernel_6x16_seg__avx2},
+	 .kc = KGEMM_KC_AVX2, .mc = KGEMM_MC, .nc = KGEMM_NC, .seg = kgemm_ukernel_6x16_seg__avx2,
+	 .strided = kgemm_ukernel_6x16_strided__avx2},
 #endif
 	{.name = "scalar_4x16", .isa = 0, .mr = 4, .nr = 16, .fn = kgemm_ukernel_4x16__scalar, .kc = KGEMM_KC,
 	 .mc = KGEMM_MC, .nc = KGEMM_NC},
@@ -696,6 +697,86 @@ static int kgemm_thin(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_
 		ntasks = k_min64(4 * nthreads, k_cdiv(N, nr));
 	j.cols = k_cdiv(k_cdiv(N, ntasks), nr) * nr;
 	rt_pool_run(pool, k_cdiv(N, j.cols), kgemm_thin_task, &j);
+	return 1;
+}
+
+/* ---- B read in place, one thread ---------------------------------------- */
+
+int kgemm_b_in_place_available(void)
+{
+	return kgemm_ukernel()->strided != NULL;
+}
+
+/* One block of rows and columns, on the calling thread: K in blocks of
+ * the kernel's kc, each B micro-panel (kc x nr, from rows ldb apart) used
+ * by every row tile of the block while it is in L1/L2. */
+static void kgemm_b_in_place_block(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
+				   int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const k_epilogue *ep)
+{
+	const int mr = uk->mr, nr = uk->nr;
+	kgemm_tile_ep te;
+	te.alpha = ep->alpha;
+	te.act = ep->act;
+	te.ld_res = ep->ld_residual;
+	const int64_t kb = k_cdiv(K, uk->kc), kc_max = k_cdiv(K, kb);
+	for (int64_t pc = 0; pc < K; pc += kc_max) {
+		const int64_t kc = k_min64(kc_max, K - pc);
+		te.flags = (pc == 0 ? KGEMM_TILE_FIRST : 0) | (pc + kc == K ? KGEMM_TILE_LAST : 0);
+		for (int64_t jj = 0; jj < N; jj += nr) {
+			const int n = (int)k_min64(nr, N - jj);
+			te.bias_n = ep->bias_n ? ep->bias_n + jj : NULL;
+			for (int64_t ii = 0; ii < M; ii += mr) {
+				te.bias_m = ep->bias_m ? ep->bias_m + ii : NULL;
+				te.res = ep->residual ? ep->residual + ii * te.ld_res + jj : NULL;
+				uk->strided(kc, A + ii * lda + pc, lda, 1, B + pc * ldb + jj, ldb, C + ii * ldc + jj, ldc,
+					    (int)k_min64(mr, M - ii), n, &te);
+			}
+		}
+	}
+}
+
+typedef struct kgemm_bip_job {
+	const kgemm_ukernel_desc *uk;
+	int64_t M, N, K;
+	const float *A;
+	int64_t lda;
+	const float *B;
+	int64_t ldb;
+	float *C;
+	int64_t ldc;
+	const k_epilogue *ep;
+	kgemm_plan plan;
+} kgemm_bip_job;
+
+static void kgemm_bip_task(void *ctx, int64_t t, int thread)
+{
+	(void)thread;
+	const kgemm_bip_job *j = ctx;
+	const int64_t jn = t / j->plan.nm, im = t % j->plan.nm;
+	const int64_t m0 = im * j->plan.mc, m1 = k_min64(j->M, m0 + j->plan.mc);
+	const int64_t n0 = jn * j->plan.nc, n1 = k_min64(j->N, n0 + j->plan.nc);
+	if (m0 >= m1 || n0 >= n1)
+		return;
+	k_epilogue ep = *j->ep;
+	ep.bias_m = ep.bias_m ? ep.bias_m + m0 : NULL;
+	ep.bias_n = ep.bias_n ? ep.bias_n + n0 : NULL;
+	ep.residual = ep.residual ? ep.residual + m0 * ep.ld_residual + n0 : NULL;
+	kgemm_b_in_place_block(j->uk, m1 - m0, n1 - n0, j->K, j->A + m0 * j->lda, j->lda, j->B + n0, j->ldb,
+			       j->C + m0 * j->ldc + n0, j->ldc, &ep);
+}
+
+int kgemm_f32_b_in_place(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+			 float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool)
+{
+	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	if (!uk->strided)
+		return 0;
+	k_epilogue none;
+	ep = kgemm_ep_or_none(ep, &none);
+	if (kgemm_trivial(1, M, N, K, C, 0, ldc, ep))
+		return 1;
+	kgemm_bip_job j = {uk, M, N, K, A, lda, B, ldb, C, ldc, ep, kgemm_make_plan(uk, 1, M, N, K, rt_pool_size(pool))};
+	rt_pool_run(pool, j.plan.nm * j.plan.nn, kgemm_bip_task, &j);
 	return 1;
 }
 

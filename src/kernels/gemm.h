@@ -67,6 +67,15 @@ void kgemm_f32_packed_cols(int64_t M, int64_t N, int64_t K, const float *A, int6
 			   const kgemm_packed_b *B, int64_t j0, float *C, int64_t ldc, const k_epilogue *ep,
 			   rt_pool *pool, void *workspace);
 
+/* C = epilogue(A @ B) with B read where it is (rows ldb apart, contiguous
+ * along N) and row-major A: no packing and no workspace. For a 1x1
+ * convolution's pixels, which packing would copy once per call. pool may be
+ * NULL (one thread). Returns 0, doing nothing, when the kernel has no such
+ * path (kgemm_b_in_place_available() says which, once per process). */
+int kgemm_b_in_place_available(void);
+int kgemm_f32_b_in_place(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+			 float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool);
+
 /* C = epilogue(A @ B) with B packed on the fly (activations x activations). */
 void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a, const float *B,
 	       int64_t rs_b, int64_t cs_b, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,

@@ -14,5 +14,7 @@ extern const k_kernel kfast_bmm;
 
 /* conv_fast.c */
 extern const k_kernel kfast_conv2d_depthwise, kfast_conv2d_1x1, kfast_conv2d_im2col;
+/* 1x1 on a small map as Y^T = X^T W^T with a packed weight (conv_pointwise_t.c) */
+extern const k_kernel kfast_conv2d_1x1_t;
 
 #endif

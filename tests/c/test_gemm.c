@@ -43,8 +43,8 @@ static void *alloc_ws(size_t bytes)
 
 static const float SENTINEL = -12345.0f;
 
-enum path { PATH_UNPACKED, PATH_PACKED, PATH_BATCHED };
-static const char *const path_names[] = {"unpacked", "packed", "batched"};
+enum path { PATH_UNPACKED, PATH_PACKED, PATH_BATCHED, PATH_B_IN_PLACE };
+static const char *const path_names[] = {"unpacked", "packed", "batched", "B in place"};
 
 enum layout { ROW_MAJOR, TRANSPOSED, STRIDED };
 
@@ -166,6 +166,15 @@ static void run_case(const gcase *g, enum path path, rt_pool *pool)
 		if (pb)
 			kgemm_f32_packed(M, N, K, A, rs_a, cs_a, pb, C, ldc, &ep, pool, ws);
 		kgemm_packed_b_free(pb);
+	} else if (path == PATH_B_IN_PLACE) {
+		/* row-major A and B (cs 1); a kernel without the path (the
+		 * portable one) says so and writes nothing */
+		int done = kgemm_f32_b_in_place(M, N, K, A, rs_a, B, rs_b, C, ldc, &ep, pool);
+		CHECK(done == kgemm_b_in_place_available());
+		if (!done) /* nothing to compare: the expected values in place */
+			for (int64_t i = 0; i < M; i++)
+				for (int64_t j = 0; j < N; j++)
+					C[i * ldc + j] = E[i * ldc + j];
 	} else {
 		ws = alloc_ws(kgemm_batched_workspace_bytes(batch, M, N, K, nthreads));
 		kgemm_f32_batched(batch, M, N, K, A, (int64_t)na, rs_a, cs_a, B, (int64_t)nb, rs_b, cs_b, C, bs_c,
@@ -223,6 +232,8 @@ static void run_all_paths(gcase g, rt_pool *pool)
 	run_case(&g, PATH_UNPACKED, pool);
 	run_case(&g, PATH_PACKED, pool);
 	run_case(&g, PATH_BATCHED, pool);
+	if (g.la == ROW_MAJOR && g.lb == ROW_MAJOR)
+		run_case(&g, PATH_B_IN_PLACE, pool);
 }
 
 static void test_shapes(rt_pool *pool)
@@ -284,6 +295,7 @@ static void test_epilogues(rt_pool *pool)
 				g.residual = 2;
 			run_case(&g, mask % 3 == 0 ? PATH_UNPACKED : mask % 3 == 1 ? PATH_PACKED : PATH_BATCHED,
 				 pool);
+			run_case(&g, PATH_B_IN_PLACE, pool);
 		}
 }
 

@@ -188,6 +188,15 @@ static const conv_case conv_cases[] = {
 	 * (grouped here), strided 1x1 and 3x3 through a shared im2col */
 	{2, 64, 9, 9, 96, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 1},
 	{1, 96, 14, 14, 80, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, 0},
+	/* 1x1 chunks read in place by the GEMM: enough chunks for the threads,
+	 * a last chunk of 11.5 tiles; and K past one K block (1100 > 1024) */
+	{1, 300, 40, 41, 30, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
+	{1, 1100, 16, 16, 13, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 0},
+	/* 1x1 on small maps whose last tile of pixels is mostly padding: the
+	 * transposed product with a packed weight (conv_pointwise_t.c); two
+	 * images, channel counts off the 8 x 8 transpose blocks */
+	{2, 45, 7, 7, 70, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
+	{1, 21, 5, 10, 130, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 0},
 };
 
 static void test_conv2d(void)
@@ -228,6 +237,31 @@ static void test_conv2d_narrow(void)
 		CHECK(m && strstr(air_model_report(m), " conv2d_implicit_gemm_nchw "));
 		air_model_destroy(m);
 		free(x), free(w), free(b);
+	}
+}
+
+/* Which kernel takes a 1x1: the transposed product on a 7x7 map (a
+ * constant weight only: it packs it), the direct GEMM elsewhere. */
+static void test_conv2d_pointwise_choice(void)
+{
+	static const struct {
+		int64_t H, W;
+		int wconst;
+		const char *kernel;
+	} cases[] = {
+		{7, 7, 1, " conv2d_gemm_1x1_t "},
+		{7, 7, 0, " conv2d_gemm_1x1 "},
+		{28, 28, 1, " conv2d_gemm_1x1 "},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		float *x = calloc((size_t)(32 * cases[i].H * cases[i].W), sizeof(float)), *w = calloc(32 * 48, sizeof(float));
+		th_arg args[2] = {th_make(AIR_F32, x, 4, (int64_t[]){1, 32, cases[i].H, cases[i].W}),
+				  th_make(AIR_F32, w, 4, (int64_t[]){48, 32, 1, 1})};
+		args[1].constant = cases[i].wconst;
+		air_model *m = th_compile("conv2d", args, 2, NULL, 0, 0);
+		CHECK(m && strstr(air_model_report(m), cases[i].kernel));
+		air_model_destroy(m);
+		free(x), free(w);
 	}
 }
 
@@ -707,7 +741,8 @@ static double act_d(double x, int act)
 	}
 }
 
-/* Each kernel kind: im2col, 1x1 direct, depthwise, grouped, empty batch. */
+/* Each kernel kind: im2col, 1x1 direct, depthwise, grouped, empty batch,
+ * 1x1 transposed (7x7), 1x1 read in place. */
 static const conv_case epilogue_cases[] = {
 	{2, 5, 7, 9, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},
 	{3, 37, 7, 5, 29, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 0},
@@ -719,6 +754,8 @@ static const conv_case epilogue_cases[] = {
 	{2, 130, 9, 7, 133, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
 	{1, 128, 11, 13, 20, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, 0},
 	{2, 64, 9, 9, 96, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 1},
+	{2, 45, 7, 7, 70, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
+	{1, 300, 40, 41, 30, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
 };
 
 static void test_conv_epilogue_case(air_dtype dt, const conv_case *c, int act, int has_res)
@@ -793,6 +830,7 @@ int main(void)
 {
 	test_conv2d_narrow();
 	test_conv2d();
+	test_conv2d_pointwise_choice();
 	test_conv2d_symbolic();
 	test_conv2d_epilogue();
 	test_batch_norm();

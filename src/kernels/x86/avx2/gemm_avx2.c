@@ -6,7 +6,12 @@
  * compile time there), so a thin product such as M = 1 does 2 FMAs per k,
  * not 12. With few rows there are too few independent accumulators to hide
  * the FMA latency (4-5 cycles), so those variants keep two accumulator sets
- * (even and odd k) and add them at the end. */
+ * (even and odd k) and add them at the end.
+ *
+ * The strided entry reads B in place, rows ldb apart (masked loads for a
+ * last block narrower than 16): thin products, and 1x1 convolutions whose
+ * pixels would otherwise be packed on every call (gemm.c,
+ * kgemm_f32_b_in_place). */
 #include <immintrin.h>
 
 #include "kernels/gemm_internal.h"
@@ -32,6 +37,19 @@ static inline __attribute__((always_inline)) void load16(const float *p, int ful
 		*v0 = _mm256_maskload_ps(p, m0);
 		*v1 = _mm256_maskload_ps(p + 8, m1);
 	}
+}
+
+/* One k row of B: two vectors, or the first only (NV == 1; *v1 zero),
+ * masked to n columns when MASKED. */
+static inline __attribute__((always_inline)) void load_b(const float *p, const int NV, const int MASKED, __m256i m0,
+							 __m256i m1, __m256 *v0, __m256 *v1)
+{
+	if (NV == 2) {
+		load16(p, !MASKED, m0, m1, v0, v1);
+		return;
+	}
+	*v0 = MASKED ? _mm256_maskload_ps(p, m0) : _mm256_loadu_ps(p);
+	*v1 = _mm256_setzero_ps();
 }
 
 static inline __attribute__((always_inline)) __m256 act_simple(__m256 v, k_act act)
@@ -87,12 +105,16 @@ static __attribute__((noinline)) void act_tile(float *c, int64_t ldc, int m, int
 }
 
 /* The tile body for a compile-time row count ROWS (1..6). SPLIT keeps a
- * second accumulator set for odd k. */
-static inline __attribute__((always_inline)) void tile(const int ROWS, const int SPLIT, int64_t kc,
-						       int64_t nseg, int64_t seg_stride, const float *a,
-						       int64_t rs_a, int64_t cs_a, const float *b, float *c,
-						       int64_t ldc, int n, const kgemm_tile_ep *ep)
+ * second accumulator set for odd k. NV is the vectors per row: 1 for a
+ * tile at most 8 columns wide (a last tile of N), which does half the FMAs
+ * of a full one (49 pixels are 3 tiles and 1 column). */
+static inline __attribute__((always_inline)) void tile(const int ROWS, const int SPLIT, const int BMASK,
+						       const int NV, int64_t kc, int64_t nseg, int64_t seg_stride,
+						       const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+						       int64_t ldb, float *c, int64_t ldc, int n,
+						       const kgemm_tile_ep *ep)
 {
+	const __m256i bm0 = lane_mask(n < 8 ? n : 8), bm1 = lane_mask(n > 8 ? n - 8 : 0);
 	__m256 acc[MR][2], odd[MR][2];
 #pragma GCC unroll 6
 	for (int r = 0; r < ROWS; r++) {
@@ -120,32 +142,37 @@ static inline __attribute__((always_inline)) void tile(const int ROWS, const int
 		int64_t p = 0;
 		if (SPLIT) {
 			for (; p + 2 <= kc; p += 2) {
-				__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-				__m256 b2 = _mm256_loadu_ps(b + NR), b3 = _mm256_loadu_ps(b + NR + 8);
+				__m256 b0, b1, b2, b3;
+				load_b(b, NV, BMASK, bm0, bm1, &b0, &b1);
+				load_b(b + ldb, NV, BMASK, bm0, bm1, &b2, &b3);
 #pragma GCC unroll 6
 				for (int r = 0; r < ROWS; r++) {
 					__m256 ar = _mm256_broadcast_ss(a + r * rs_a);
 					acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
-					acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
+					if (NV == 2)
+						acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
 					__m256 as = _mm256_broadcast_ss(a + cs_a + r * rs_a);
 					odd[r][0] = _mm256_fmadd_ps(as, b2, odd[r][0]);
-					odd[r][1] = _mm256_fmadd_ps(as, b3, odd[r][1]);
+					if (NV == 2)
+						odd[r][1] = _mm256_fmadd_ps(as, b3, odd[r][1]);
 				}
 				a += 2 * cs_a;
-				b += 2 * NR;
+				b += 2 * ldb;
 			}
 		}
 #pragma GCC unroll 4
 		for (; p < kc; p++) {
-			__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+			__m256 b0, b1;
+			load_b(b, NV, BMASK, bm0, bm1, &b0, &b1);
 #pragma GCC unroll 6
 			for (int r = 0; r < ROWS; r++) {
 				__m256 ar = _mm256_broadcast_ss(a + r * rs_a);
 				acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
-				acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
+				if (NV == 2)
+					acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
 			}
 			a += cs_a;
-			b += NR;
+			b += ldb;
 		}
 	}
 	if (SPLIT) {
@@ -193,39 +220,70 @@ static inline __attribute__((always_inline)) void tile(const int ROWS, const int
 		if (full) {
 			_mm256_storeu_ps(cr, v0);
 			_mm256_storeu_ps(cr + 8, v1);
+		} else if (NV == 1 && n == 8) {
+			_mm256_storeu_ps(cr, v0);
 		} else {
 			_mm256_maskstore_ps(cr, m0, v0);
-			_mm256_maskstore_ps(cr + 8, m1, v1);
+			if (NV == 2)
+				_mm256_maskstore_ps(cr + 8, m1, v1);
 		}
 	}
 	if (kgemm_act_is_transcendental(act))
 		act_tile(c, ldc, ROWS, n, act);
 }
 
-/* The tile for m rows (1..6), nseg K blocks (1 for a plain tile). */
-static inline __attribute__((always_inline)) void tile_m(int m, int64_t kc, int64_t nseg, int64_t seg_stride,
-							 const float *a, int64_t rs_a, int64_t cs_a, const float *b,
-							 float *c, int64_t ldc, int n, const kgemm_tile_ep *ep)
+/* The tile for m rows (1..6), nseg K blocks (1 for a plain tile); B rows
+ * ldb apart, read with lane masks when BMASK (a strided B's last columns).
+ * A tile of at most 8 columns takes the one-vector body, with the odd-k
+ * accumulators whatever its rows (6 chains would not cover the FMA
+ * latency). */
+static inline __attribute__((always_inline)) void tile_rows(const int BMASK, const int NV, int m, int64_t kc,
+							    int64_t nseg, int64_t seg_stride, const float *a,
+							    int64_t rs_a, int64_t cs_a, const float *b, int64_t ldb,
+							    float *c, int64_t ldc, int n, const kgemm_tile_ep *ep)
 {
+	const int wide = NV == 2;
 	switch (m) {
-	case 6: tile(6, 0, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 5: tile(5, 0, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 4: tile(4, 0, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 3: tile(3, 1, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 2: tile(2, 1, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
-	case 1: tile(1, 1, kc, nseg, seg_stride, a, rs_a, cs_a, b, c, ldc, n, ep); break;
+	case 6: tile(6, !wide, BMASK, NV, kc, nseg, seg_stride, a, rs_a, cs_a, b, ldb, c, ldc, n, ep); break;
+	case 5: tile(5, !wide, BMASK, NV, kc, nseg, seg_stride, a, rs_a, cs_a, b, ldb, c, ldc, n, ep); break;
+	case 4: tile(4, !wide, BMASK, NV, kc, nseg, seg_stride, a, rs_a, cs_a, b, ldb, c, ldc, n, ep); break;
+	case 3: tile(3, 1, BMASK, NV, kc, nseg, seg_stride, a, rs_a, cs_a, b, ldb, c, ldc, n, ep); break;
+	case 2: tile(2, 1, BMASK, NV, kc, nseg, seg_stride, a, rs_a, cs_a, b, ldb, c, ldc, n, ep); break;
+	case 1: tile(1, 1, BMASK, NV, kc, nseg, seg_stride, a, rs_a, cs_a, b, ldb, c, ldc, n, ep); break;
 	default: break;
 	}
+}
+
+static inline __attribute__((always_inline)) void tile_m(const int BMASK, int m, int64_t kc, int64_t nseg,
+							 int64_t seg_stride, const float *a, int64_t rs_a,
+							 int64_t cs_a, const float *b, int64_t ldb, float *c,
+							 int64_t ldc, int n, const kgemm_tile_ep *ep)
+{
+	if (n <= 8)
+		tile_rows(BMASK, 1, m, kc, nseg, seg_stride, a, rs_a, cs_a, b, ldb, c, ldc, n, ep);
+	else
+		tile_rows(BMASK, 2, m, kc, nseg, seg_stride, a, rs_a, cs_a, b, ldb, c, ldc, n, ep);
 }
 
 void kgemm_ukernel_6x16__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 			      float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
-	tile_m(m, kc, 1, 0, a, rs_a, cs_a, b, c, ldc, n, ep);
+	tile_m(0, m, kc, 1, 0, a, rs_a, cs_a, b, NR, c, ldc, n, ep);
 }
 
 void kgemm_ukernel_6x16_seg__avx2(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
 				  const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
-	tile_m(m, kc, nseg, seg_stride, a, rs_a, 1, b, c, ldc, n, ep);
+	tile_m(0, m, kc, nseg, seg_stride, a, rs_a, 1, b, NR, c, ldc, n, ep);
+}
+
+/* B read in place (kgemm_ukernel_strided_fn): whole 16-column rows with
+ * plain loads, a last partial block with masked ones (never past n). */
+void kgemm_ukernel_6x16_strided__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+				      int64_t ldb, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
+{
+	if (n == NR)
+		tile_m(0, m, kc, 1, 0, a, rs_a, cs_a, b, ldb, c, ldc, n, ep);
+	else
+		tile_m(1, m, kc, 1, 0, a, rs_a, cs_a, b, ldb, c, ldc, n, ep);
 }
