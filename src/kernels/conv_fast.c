@@ -12,6 +12,7 @@
  * its thread's workspace, sized to stay in L2, and runs a one-thread GEMM
  * on it, so the columns never go out to memory. Small maps with too few
  * chunks for the threads run one pool-wide GEMM per image and group. */
+#include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -193,6 +194,7 @@ typedef struct conv_job {
 	kconv_geom g;
 	conv_plan p;
 	const float *x, *w, *bias, *res;
+	int64_t ldw; /* the weight's row stride: K, or a padded copy's */
 	float *y;
 	char *ws;
 } conv_job;
@@ -297,9 +299,10 @@ static void conv_task(void *ctx, int64_t t, int thread)
 	}
 	int64_t at = (n * g->O + o0) * p->P + p0;
 	k_epilogue ep = conv_epilogue(j, o0, at);
-	if (p->in_place && kgemm_f32_b_in_place(no, np, p->K, j->w + o0 * p->K, p->K, B, rs_b, j->y + at, p->P, &ep, NULL))
+	const float *w = j->w + o0 * j->ldw;
+	if (p->in_place && kgemm_f32_b_in_place(no, np, p->K, w, j->ldw, B, rs_b, j->y + at, p->P, &ep, NULL))
 		return;
-	kgemm_f32(no, np, p->K, j->w + o0 * p->K, p->K, 1, B, rs_b, 1, j->y + at, p->P, &ep, NULL,
+	kgemm_f32(no, np, p->K, w, j->ldw, 1, B, rs_b, 1, j->y + at, p->P, &ep, NULL,
 		  slot + p->col_bytes);
 }
 
@@ -346,12 +349,47 @@ static void conv_whole(const conv_job *j, rt_pool *pool)
 			}
 			int64_t o0 = grp * g->Og, at = (n * g->O + o0) * p->P;
 			k_epilogue ep = conv_epilogue(j, o0, at);
-			if (p->in_place && kgemm_f32_b_in_place(g->Og, p->P, p->K, j->w + o0 * p->K, p->K, x, p->P,
-								 j->y + at, p->P, &ep, pool))
+			const float *w = j->w + o0 * j->ldw;
+			if (p->in_place &&
+			    kgemm_f32_b_in_place(g->Og, p->P, p->K, w, j->ldw, x, p->P, j->y + at, p->P, &ep, pool))
 				continue;
-			kgemm_f32(g->Og, p->P, p->K, j->w + o0 * p->K, p->K, 1, x, p->P, 1, j->y + at, p->P, &ep, pool,
+			kgemm_f32(g->Og, p->P, p->K, w, j->ldw, 1, x, p->P, 1, j->y + at, p->P, &ep, pool,
 				  j->ws + p->col_bytes);
 		}
+}
+
+/* A constant weight whose rows are a multiple of 4 KiB apart (K = 1024,
+ * 2048) puts the six rows a micro-tile reads in place in one L1 set; a copy
+ * with its rows 64 bytes further apart spreads them. M = 256 and 512, N =
+ * 196, K = 1024 (the 14x14 1x1s) ran 6-10% faster with lda 1040 (a
+ * standalone kgemm_f32_b_in_place timing, 2 threads, best of 300). */
+enum { W_ALIAS_FLOATS = 1024, W_PAD_FLOATS = 16 };
+
+typedef struct padded_w {
+	int64_t ldw;
+	float w[];
+} padded_w;
+
+static air_status conv_prepare(const k_call *call, void **out)
+{
+	*out = NULL;
+	kconv_geom g;
+	if (!call->in_const || !call->in_const[1] || kconv_geom_make(call, &g) != AIR_OK)
+		return AIR_OK;
+	const int64_t K = g.Cg * g.KH * g.KW, O = g.O;
+	if (K <= 0 || O <= 0 || K % W_ALIAS_FLOATS != 0)
+		return AIR_OK;
+	padded_w *pw = malloc(sizeof *pw + sizeof(float) * (size_t)(O * (K + W_PAD_FLOATS)));
+	if (!pw)
+		return air_error(AIR_OUT_OF_MEMORY, "conv2d: no memory for the padded weight");
+	pw->ldw = K + W_PAD_FLOATS;
+	const float *w = call->in[1].data;
+	for (int64_t o = 0; o < O; o++) {
+		memcpy(pw->w + o * pw->ldw, w + o * K, sizeof(float) * (size_t)K);
+		memset(pw->w + o * pw->ldw + K, 0, sizeof(float) * W_PAD_FLOATS);
+	}
+	*out = pw;
+	return AIR_OK;
 }
 
 static air_status conv_run(const k_call *call)
@@ -362,7 +400,9 @@ static air_status conv_run(const k_call *call)
 		return AIR_OK;
 	j.p = make_plan(&j.g, rt_pool_size(call->pool));
 	j.x = call->in[0].data;
-	j.w = call->in[1].data;
+	const padded_w *pw = call->prepared;
+	j.w = pw ? pw->w : call->in[1].data;
+	j.ldw = pw ? pw->ldw : j.p.K;
 	j.bias = j.g.has_bias ? call->in[2].data : NULL;
 	j.res = j.g.has_residual ? call->in[call->n_in - 1].data : NULL;
 	j.y = call->out[0].data;
@@ -380,5 +420,5 @@ static bool direct_supports(const k_call *call)
 	return k_all_f32(call) && kconv_geom_make(call, &g) == AIR_OK && is_direct(&g);
 }
 
-const k_kernel kfast_conv2d_1x1 = {"conv2d_gemm_1x1", 0, direct_supports, NULL, NULL, conv_ws, conv_run};
-const k_kernel kfast_conv2d_im2col = {"conv2d_im2col_gemm", 0, k_all_f32, NULL, NULL, conv_ws, conv_run};
+const k_kernel kfast_conv2d_1x1 = {"conv2d_gemm_1x1", 0, direct_supports, conv_prepare, free, conv_ws, conv_run};
+const k_kernel kfast_conv2d_im2col = {"conv2d_im2col_gemm", 0, k_all_f32, conv_prepare, free, conv_ws, conv_run};

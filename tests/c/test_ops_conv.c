@@ -197,6 +197,10 @@ static const conv_case conv_cases[] = {
 	 * images, channel counts off the 8 x 8 transpose blocks */
 	{2, 45, 7, 7, 70, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
 	{1, 21, 5, 10, 130, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 0},
+	/* K a multiple of 1024: a constant weight is held with padded rows
+	 * (1x1 direct, and im2col with 64 x 4 x 4 taps) */
+	{1, 1024, 6, 5, 14, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
+	{2, 64, 9, 8, 10, 4, 4, {1, 2}, {1, 0}, {1, 1}, 1, 0},
 };
 
 static void test_conv2d(void)
