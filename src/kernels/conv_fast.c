@@ -1,13 +1,15 @@
 /* conv_fast.c - fast conv2d kernels (NCHW, f32):
  *   depthwise (groups == C == O): a direct loop (conv_dw.h), per ISA;
- *   1x1, stride 1, no padding: a GEMM straight on the input, no im2col;
+ *   1x1, stride 1, no padding: a GEMM straight on the input, no im2col,
+ *       reading the pixels in place where the micro-kernel can (no packing);
  *   everything else: im2col + GEMM.
  * The GEMMs compute one image's output as Y[O, P] = W[O, K] @ col[K, P]
  * (P = OH*OW pixels, K = C/groups * KH * KW), which is NCHW as it stands,
  * with the bias as the epilogue's per-row bias, and a fused residual and
  * activation in the same epilogue. The weight is the GEMM's A,
  * which it reads in place (row-major), so it needs no packing and may be a
- * graph input as well as a constant. The work is cut into tasks of (image,
+ * graph input as well as a constant (a constant whose rows are 4 KiB apart
+ * is read from a copy with padded rows: see conv_prepare). The work is cut into tasks of (image,
  * group, chunk of pixels); each task builds the im2col of its pixel chunk in
  * its thread's workspace, sized to stay in L2, and runs a one-thread GEMM
  * on it, so the columns never go out to memory. Small maps with too few
@@ -148,7 +150,10 @@ static conv_plan make_plan(const kconv_geom *g, int nthreads)
 {
 	conv_plan p;
 	p.direct = is_direct(g);
-	p.in_place = 0;
+	/* a 1x1's pixels are read in place by the GEMM, not packed: packing
+	 * took 11% of 256>64 at 56x56 (0.69-0.78 ms, in place 0.61;
+	 * bench_conv --layout, AVX2) */
+	p.in_place = p.direct && kgemm_b_in_place_available();
 	p.K = g->Cg * g->KH * g->KW;
 	p.P = g->OH * g->OW;
 	int64_t pc = COL_FLOATS / (p.K > 0 ? p.K : 1);
@@ -176,16 +181,10 @@ static conv_plan make_plan(const kconv_geom *g, int nthreads)
 		p.pc = p.P;
 		p.nchunks = 1;
 		p.col_bytes = p.direct ? 0 : k_align64((size_t)p.K * (size_t)p.P * sizeof(float));
-		p.in_place = p.direct && kgemm_b_in_place_available();
 		p.gemm_bytes = p.in_place ? 0 : k_align64(kgemm_workspace_bytes(g->Og, p.P, p.K, nthreads));
 		return p;
 	}
 	p.col_bytes = p.direct ? 0 : k_align64((size_t)p.K * (size_t)p.pc * sizeof(float));
-	/* a chunk of a 1x1's pixels is read in place by the GEMM, not packed:
-	 * packing took 11% of 256>64 at 56x56 (0.69-0.78 ms, in place 0.61;
-	 * bench_conv --layout, AVX2). The whole plan's pool-wide GEMM still
-	 * packs: there the pixels are shared by tasks over channels */
-	p.in_place = p.direct && kgemm_b_in_place_available();
 	p.gemm_bytes = p.in_place ? 0 : k_align64(kgemm_workspace_bytes(g->Og, p.pc, p.K, 1));
 	return p;
 }
