@@ -5,6 +5,7 @@ finds ``torchair_backend`` through the ``torch_dynamo_backends`` entry point;
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -19,9 +20,11 @@ from torchair.decompositions import torchair_decompositions
 _Recorder = list[CompileReport]
 
 
-def _frozen_candidates(gm: GraphModule, example_inputs: list[Any]) -> dict[int, torch.Tensor]:
+def _frozen_candidates(gm: GraphModule, example_inputs: list[Any]) -> dict[int, weakref.ref]:
     """The dynamo graph's inputs that are parameters or buffers of the
-    module: {input position: the real tensor}. With inline_inbuilt_nn_modules
+    module: {input position: a weak reference to the real tensor} (the
+    compiler closure that keeps these lives as long as the compiled code,
+    and must not keep a deleted module's weights alive). With inline_inbuilt_nn_modules
     (always on in torch 2.13) dynamo passes them as inputs; its placeholder's
     grapharg names where each came from. Tensors the caller passes in are not
     candidates, even if they are Parameters."""
@@ -47,9 +50,9 @@ def _frozen_candidates(gm: GraphModule, example_inputs: list[Any]) -> dict[int, 
         source = getattr(grapharg, "source", None)
         if source is not None:
             if is_from_unspecialized_param_buffer_source(source) or from_module(source):
-                out[i] = value
+                out[i] = weakref.ref(value)
         elif isinstance(value, torch.nn.Parameter):
-            out[i] = value
+            out[i] = weakref.ref(value)
     return out
 
 
@@ -71,7 +74,7 @@ def _running_stats(gm: GraphModule, positions: Any) -> set[int]:
 
 
 def _map_to_aot(
-    gm: GraphModule, example_inputs: list[Any], candidates: dict[int, torch.Tensor], n_dynamo: int
+    gm: GraphModule, example_inputs: list[Any], candidates: dict[int, weakref.ref], n_dynamo: int
 ) -> tuple[dict[int, torch.Tensor], str]:
     """Maps the dynamo-level candidates onto the aot (ATen) graph's
     placeholders. aot_autograd keeps dynamo's flat inputs in order for an
@@ -93,7 +96,10 @@ def _map_to_aot(
     static = set(meta.static_input_indices or ())
     keep = {o.base_idx for o in meta.output_info if getattr(o, "base_idx", None) is not None}
     out: dict[int, torch.Tensor] = {}
-    for i, real in candidates.items():
+    for i, ref in candidates.items():
+        real = ref()
+        if real is None:  # gone before aot_autograd compiled (not seen: dynamo holds its inputs meanwhile)
+            continue
         info = meta.input_info[i]
         if info.mutates_data or info.mutates_metadata or i in keep:
             continue
@@ -116,7 +122,7 @@ def _aten_compiler(
     config: CompilerConfig,
     kind: str,
     recorder: _Recorder | None,
-    candidates: dict[int, torch.Tensor] | None = None,
+    candidates: dict[int, weakref.ref] | None = None,
     n_dynamo: int = 0,
     stats: set[int] = frozenset(),
 ) -> Callable[..., Any]:

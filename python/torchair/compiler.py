@@ -312,7 +312,8 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
     report = CompileReport(graph=graph_kind)
     # set by the backend: {argument position: the real tensor to freeze}, and
     # "on" or why freezing is off for this graph
-    frozen_args, report.freezing, by_content = gm.meta.get("torchair_freeze", ({}, "off", set()))
+    # (popped: gm outlives the compile, and must not keep the tensors alive)
+    frozen_args, report.freezing, by_content = gm.meta.pop("torchair_freeze", ({}, "off", set()))
     report.total_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     reasons: dict[Node, str] = {}
     support = _Support(reasons)

@@ -6,6 +6,7 @@ the subgraphs that hold one that changed."""
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -50,30 +51,70 @@ class _TensorSet:
     """One set of frozen tensors and the compiled subgraphs that hold them as
     constants, with what the guard compares: identity, version and data
     pointer per tensor, and the bytes of those written without a version
-    bump (batch-norm running statistics)."""
+    bump (batch-norm running statistics).
+
+    The set holds its tensors weakly (the compiled models hold only their
+    storage), so deleting the module frees its weights as it does in eager:
+    when every tensor of the set is gone, the set releases its models. A
+    tensor that dies alone (a parameter replaced by a new one) fails the
+    guard like any other change, and the next call rebuilds."""
 
     def __init__(self, module: Any, holders: list[tuple[AirSubgraph, SubgraphReport, GraphModule, tuple[Any, ...]]],
                  tensors: Any, positions: Sequence[int], by_content: Sequence[int]) -> None:
         self.module = module  # what the fused forward runs as self
         self.holders = holders
-        self.entries = [(i, tensors[i], tensors[i]._version, tensors[i].data_ptr()) for i in positions]
+        self.released = False
+        self.watch(tensors, positions)
         # a non-contiguous tensor's flat view would be a copy: not compared
         self.by_content = [i for i in by_content if tensors[i].is_contiguous()]
         self.snapshot(tensors)
 
+    def watch(self, tensors: Any, positions: Sequence[int]) -> None:
+        """Takes tensors[i] for every position as the set's tensors."""
+        me = weakref.ref(self)  # the callbacks must not keep the set alive
+
+        def died(_: Any) -> None:
+            s = me()
+            if s is not None:
+                s.tensor_died()
+
+        # (position, weak reference, version, data pointer); the weak
+        # reference in place of the tensor costs the guard 7%
+        self.entries = [(i, weakref.ref(tensors[i], died), tensors[i]._version, tensors[i].data_ptr())
+                        for i in positions]
+        self.dead = 0  # entries whose tensor is gone
+
+    def tensor_died(self) -> None:
+        self.dead += 1
+        if self.dead >= len(self.entries):
+            self.release()
+
+    def release(self) -> None:
+        """Drops the compiled models: their packed weights and the storage of
+        the tensors they borrowed. Called when every tensor of the set is
+        gone, or when the set is evicted; a released set never runs again."""
+        self.released = True
+        for air, sub_report, _, _ in self.holders:
+            if sub_report.model is air.model:
+                sub_report.model = None
+            air.model = None
+        self.views, self.bytes = [], b""
+
     def snapshot(self, tensors: Any) -> None:
+        # views of the storage (not of the tensor objects): they keep no
+        # module alive
         self.views = [memoryview(tensors[i].detach().reshape(-1).view(torch.uint8).numpy()) for i in self.by_content]
         self.bytes = b"".join(self.views)
 
     def unchanged(self, args: Sequence[Any]) -> bool:
-        for i, t, v, p in self.entries:
+        for i, r, v, p in self.entries:
             a = args[i]
-            if a is not t or a._version != v or a.data_ptr() != p:
+            if r() is not a or a._version != v or a.data_ptr() != p:
                 return False
         return not self.views or b"".join(self.views) == self.bytes
 
     def holds_any(self, args: Sequence[Any]) -> bool:
-        return any(args[i] is t for i, t, _, _ in self.entries)
+        return any(r() is args[i] for i, r, _, _ in self.entries)
 
 
 class FrozenGraph:
@@ -86,7 +127,9 @@ class FrozenGraph:
     from the tensors passed before running, so results are never stale. When
     none of the frozen arguments is a tensor it was compiled for (another
     instance of the same model class), it compiles a further set of
-    subgraphs for those tensors and keeps both (up to MAX_TENSOR_SETS)."""
+    subgraphs for those tensors and keeps both (up to MAX_TENSOR_SETS).
+    It holds the frozen tensors weakly: a set whose module is deleted is
+    released, and its memory with it (see _TensorSet)."""
 
     def __init__(self, gm: GraphModule, report: CompileReport, frozen: dict[int, torch.Tensor],
                  subgraphs: list[tuple[AirSubgraph, SubgraphReport, GraphModule, tuple[Any, ...]]],
@@ -108,6 +151,11 @@ class FrozenGraph:
         self._code = type(gm).forward  # the generated code, to run with a set's module as self
         # most recently used first; sets[0] is the one the guard tries first
         self._sets = [_TensorSet(gm, subgraphs, frozen, self._positions, self._by_content)]
+        # what a new set is compiled from (only air.frozen of the first
+        # set's subgraphs is read: their models may be released) and what
+        # the frozen arguments must look like
+        self._template = list(subgraphs)
+        self._expected = {i: (frozen[i].shape, frozen[i].dtype, frozen[i].device) for i in self._positions}
         # one rebuild at a time: threads that find the same change wait for
         # the first one's rebuild instead of each compiling the subgraphs again
         self._rebuild_lock = threading.Lock()
@@ -119,12 +167,14 @@ class FrozenGraph:
     def unchanged(self, args: Sequence[Any]) -> bool:
         """The guard: every frozen argument is a tensor that was frozen (in
         the set last used), at the same version and data pointer."""
-        return self._sets[0].unchanged(args)
+        sets = self._sets
+        return bool(sets) and sets[0].unchanged(args)
 
     def forward(self, *args: Any) -> Any:
         self.report.calls += 1
-        s = self._sets[0]
-        if FREEZING_GUARD and not s.unchanged(args):
+        sets = self._sets
+        s = sets[0] if sets else None
+        if s is None or s.released or (FREEZING_GUARD and not s.unchanged(args)):
             with self._rebuild_lock:
                 s = self._set_for(args)
         return self._code(s.module, *args)
@@ -133,6 +183,7 @@ class FrozenGraph:
 
     def _set_for(self, args: Sequence[Any]) -> _TensorSet:
         sets = self._sets
+        sets[:] = [s for s in sets if not s.released]  # their modules were deleted
         for k, s in enumerate(sets):  # compiled for these (or just rebuilt by another thread)
             if s.unchanged(args):
                 sets.insert(0, sets.pop(k))
@@ -145,17 +196,19 @@ class FrozenGraph:
                 return s
         s = self._new_set(args)  # none of them: another instance of the model
         sets.insert(0, s)
+        for old in sets[MAX_TENSOR_SETS:]:
+            old.release()
         del sets[MAX_TENSOR_SETS:]
         return s
 
     def _check_types(self, args: Sequence[Any]) -> None:
-        for i, t, _, _ in self._sets[0].entries:
+        for i, (shape, dtype, device) in self._expected.items():
             a = args[i]
-            if not isinstance(a, torch.Tensor) or a.shape != t.shape or a.dtype != t.dtype or a.device != t.device:
+            if not isinstance(a, torch.Tensor) or a.shape != shape or a.dtype != dtype or a.device != device:
                 raise TorchairError(
                     1, "invalid argument",
                     f"frozen argument {i} changed to {type(a).__name__} "
-                    f"{tuple(getattr(a, 'shape', ()))} {getattr(a, 'dtype', '')}; expected {tuple(t.shape)} {t.dtype}",
+                    f"{tuple(getattr(a, 'shape', ()))} {getattr(a, 'dtype', '')}; expected {tuple(shape)} {dtype}",
                 )
 
     def _lower_for(self, holder: tuple[AirSubgraph, SubgraphReport, GraphModule, tuple[Any, ...]],
@@ -167,7 +220,7 @@ class FrozenGraph:
 
     def _rebuild(self, s: _TensorSet, args: Sequence[Any]) -> None:
         """Compiles again, in place, the subgraphs of s that hold a changed tensor."""
-        changed = {i for i, t, v, p in s.entries if args[i] is not t or args[i]._version != v or args[i].data_ptr() != p}
+        changed = {i for i, r, v, p in s.entries if r() is not args[i] or args[i]._version != v or args[i].data_ptr() != p}
         if b"".join(s.views) != s.bytes:
             changed.update(s.by_content)  # which one changed matters little: they are small
         for k in sorted({k for i in changed for k in self._users[i]}):
@@ -177,14 +230,14 @@ class FrozenGraph:
             air.single, air.air_report = new.single, new.air_report
             self.report.rebuilt_subgraphs += 1
         # only after every rebuild succeeded: a failed one is retried next call
-        s.entries = [(i, args[i], args[i]._version, args[i].data_ptr()) for i, _, _, _ in s.entries]
+        s.watch(args, self._positions)
         s.snapshot(args)
         self.report.rebuild_calls.append(self.report.calls)
 
     def _new_set(self, args: Sequence[Any]) -> _TensorSet:
         """Every frozen subgraph compiled for the tensors passed, beside the
         other sets: run through an overlay of the fused module."""
-        holders = [(self._lower_for(h, args),) + h[1:] for h in self._sets[0].holders]
+        holders = [(self._lower_for(h, args),) + h[1:] for h in self._template]
         overlay = _Overlay(self.gm, {h[1].name: h[0] for h in holders})
         self.report.tensor_sets += 1
         return _TensorSet(overlay, holders, args, self._positions, self._by_content)
