@@ -5,6 +5,7 @@ swap it in. A call then runs one C call per compiled subgraph."""
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -293,8 +294,17 @@ def lower_subgraph(
     return AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args)
 
 
+# Outputs from this size on come from libair's output pool (src/python/
+# output_pool.h): pages kept mapped between calls instead of page-faulted
+# afresh after the heap was trimmed. Smaller ones did not fault.
+POOLED_OUTPUT_BYTES = 1 << 20
+
+
 def _empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    return torch.empty(shape, dtype=dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < POOLED_OUTPUT_BYTES:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(_C.output_block(nbytes), dtype=dtype).view(shape)
 
 
 def compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str = "forward") -> tuple[Any, CompileReport]:

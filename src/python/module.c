@@ -13,6 +13,7 @@
 
 #include "air/air.h"
 #include "host_threads.h"
+#include "output_pool.h"
 #include "kernels/cpu.h"
 
 static PyObject *Error; /* torchair._C.Error, a RuntimeError */
@@ -746,7 +747,26 @@ static PyObject *mod_openmp_loops(PyObject *m, PyObject *unused)
 	return PyLong_FromUnsignedLongLong(host_threads_openmp_loops());
 }
 
+static PyObject *mod_output_block(PyObject *m, PyObject *args)
+{
+	Py_ssize_t bytes;
+	if (!PyArg_ParseTuple(args, "n", &bytes))
+		return NULL;
+	if (bytes < 0)
+		return raise_msg(AIR_INVALID_ARGUMENT, "output_block: %zd bytes", bytes);
+	return output_pool_block((size_t)bytes);
+}
+
+static PyObject *mod_output_pool_stats(PyObject *m, PyObject *unused)
+{
+	return output_pool_stats();
+}
+
 static PyMethodDef module_methods[] = {
+	{"output_block", mod_output_block, METH_VARARGS,
+	 "output_block(nbytes) -> a writable buffer for a model output, from the pool of kept pages"},
+	{"output_pool_stats", mod_output_pool_stats, METH_NOARGS,
+	 "(free blocks held, bytes held, blocks reused, blocks newly mapped)"},
 	{"use_openmp", mod_use_openmp, METH_VARARGS,
 	 "use_openmp(path or None) -> bool: run parallel loops on the OpenMP runtime loaded from path"},
 	{"openmp_loops", mod_openmp_loops, METH_NOARGS, "parallel loops run through OpenMP so far"},
@@ -766,7 +786,7 @@ PyMODINIT_FUNC PyInit__C(void)
 	PyObject *m = PyModule_Create(&moduledef);
 	if (!m)
 		return NULL;
-	if (PyType_Ready(&GraphType) < 0 || PyType_Ready(&ModelType) < 0)
+	if (PyType_Ready(&GraphType) < 0 || PyType_Ready(&ModelType) < 0 || output_pool_init() < 0)
 		return NULL;
 	Error = PyErr_NewExceptionWithDoc("torchair.TorchairError",
 					  "A libair error: args are (status code, status name, message).",
