@@ -7,6 +7,7 @@ measure (a workload failed to build, or eager failed); 3 with --strict, a mode f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import os
 import shlex
@@ -68,6 +69,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="past 80%% of this, remaining workloads run their minimum rounds only (0: no limit)",
     )
     p.add_argument("--strict", action="store_true", help="also exit non-zero if any mode failed to compile or run")
+    p.add_argument(
+        "--pairs",
+        action="store_true",
+        help="modes take turns two calls at a time and only the second is timed (default: run by run)",
+    )
     a = p.parse_args(argv)
     if a.modes:
         bad = [m for m in a.modes if m not in MODES]
@@ -129,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         if over_time and args.iters is None:
             budget = Budget(min(budget.min_rounds, 3), min(budget.min_rounds, 3), 0.0, warmup=budget.warmup)
         t0 = time.perf_counter()
+        if args.pairs:
+            budget = dataclasses.replace(budget, repeat=2)
         r = run_workload(w, modes, budget, peak, args.threads)
         if over_time and args.iters is None:
             r["notes"].append(f"time limit (--max-minutes {args.max_minutes:g}) nearly used: minimum rounds only")
@@ -156,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": machine.versions(),
         "inductor_cache": "warm (user's cache)" if args.warm_cache else "cold (fresh temp dir per run)",
         "quick": args.quick,
+        "turns": "pairs (two calls per turn, the second timed)" if args.pairs else "run by run",
         "memory": args.memory,
         "modes": all_modes,
         "peak": peak.to_json() if peak else None,

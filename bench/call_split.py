@@ -3,8 +3,11 @@ compiled call against the compiled model alone. For each workload, in one
 process and interleaved run by run (as the main harness times): eager, the
 ``torch.compile(backend="torchair")`` call, and ``model.run`` of the one
 libair model that call runs (no dynamo, no aot_autograd wrapper, no guard).
-The difference between the last two is the per-call path; the ratio of eager
-to the last is the kernel's own standing against PyTorch's.
+Each mode is called twice per turn and the second call timed (timing.Budget
+repeat=2): run by run, the call right after another mode's ran 0.06-0.6 ms
+slower, and the mode right after eager would carry that. The difference
+between the last two is then the per-call path; the ratio of eager to the
+last is the kernel's own standing against PyTorch's.
 
     python -m bench.call_split [--workloads 'conv_*'] [--rounds 300] [--out NAME]
 
@@ -58,7 +61,7 @@ def measure(name: str, build: Any, rounds: int) -> dict[str, Any]:
         torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
         torch.testing.assert_close(alone, got, rtol=0, atol=0)
         fns = {"eager": lambda: model(*inputs), "compiled": lambda: compiled(*inputs), "run": lambda: air.run(args)}
-        rr = round_robin(fns, Budget(min_rounds=rounds, max_rounds=rounds, seconds=0.0, warmup=3))
+        rr = round_robin(fns, Budget(min_rounds=rounds, max_rounds=rounds, seconds=0.0, warmup=3, repeat=2))
     if rr.errors:
         return {"name": name, "error": "; ".join(f"{k}: {v}" for k, v in rr.errors.items())}
     out: dict[str, Any] = {"name": name}
@@ -100,7 +103,7 @@ def main() -> None:
         print(table(rows[-1:]).splitlines()[-1], flush=True)
     md = (f"# torch.compile call against model.run\n\n{now_iso()}, {cpu_info().get('model')}, "
           f"{torch.get_num_threads()} threads, load average before: {load_average()}; "
-          f"medians of {args.rounds} interleaved rounds.\n\n" + table(rows) + "\n")
+          f"medians of {args.rounds} interleaved rounds, two calls per turn, the second timed.\n\n" + table(rows) + "\n")
     print(md)
     if args.out:
         RESULTS.mkdir(exist_ok=True)

@@ -135,7 +135,8 @@ def markdown(results: dict[str, Any], png_name: str | None) -> str:
         f"- {results['command']}; took {results['wall_s']:.0f} s",
         "",
         *_busy_warning(results),
-        "Median/p10/p90 latency over interleaved runs (modes take turns run by run); speedup = eager median / mode median;",
+        f"Median/p10/p90 latency over interleaved runs (modes take turns {results.get('turns', 'run by run')}); "
+        "speedup = eager median / mode median;",
         "first call = compile + first run; accuracy = SPEC section 4 rule against eager fp32/fp64.",
         "",
     ]

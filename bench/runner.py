@@ -149,6 +149,7 @@ def run_workload(w: Workload, modes: list[str], budget: Budget, peak: Peak | Non
             "min_rounds": budget.min_rounds,
             "max_rounds": budget.max_rounds,
             "seconds": budget.seconds,
+            "repeat": budget.repeat,
         }
     del model, fns, first_out, rr
     torch._dynamo.reset()

@@ -7,8 +7,10 @@
  * and the kernel writing it takes a page fault every 4 KiB: 750-780 faults
  * for a 3.2 MB conv output right after an eager op, which made the
  * ResNet-50 stem 3.4 ms instead of 2.2 and 64>256 1x1 at 56x56 2.4 ms
- * instead of 1.1. A block returned to the pool (its tensor freed) keeps its
- * pages for the next call's output of the same size. */
+ * instead of 1.1. Outputs over 32 MiB are mapped afresh by glibc on every
+ * call: an LM head's 41 MB of logits took 12K faults a call (145-154 ms,
+ * 121-126 from the pool). A block returned to the pool (its tensor freed)
+ * keeps its pages for the next call's output of the same size. */
 #ifndef AIR_PYTHON_OUTPUT_POOL_H
 #define AIR_PYTHON_OUTPUT_POOL_H
 
