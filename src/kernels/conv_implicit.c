@@ -113,7 +113,7 @@ static void output_row(const imp_job *j, const float *arow, float *yrow, const f
 	const kgemm_ukernel_desc *uk = j->uk;
 	const int64_t C = g->C, O = g->O, seg = g->KW * C, K = g->KH * seg, lda = g->sw * C;
 	const int64_t seg_stride = g->dh * j->p.Wp * C;
-	kgemm_tile_ep te;
+	kgemm_tile_ep te = {0};
 	te.alpha = 1.0f;
 	te.act = j->act;
 	te.bias_m = NULL;

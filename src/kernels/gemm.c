@@ -82,7 +82,7 @@ static const kgemm_ukernel_desc kgemm_ukernels[] = {
 #ifdef AIR_HAVE_X86
 	{.name = "avx512_12x32", .isa = KCPU_AVX512, .mr = 12, .nr = 32, .fn = kgemm_ukernel_12x32__avx512,
 	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_12x32_strided__avx512,
-	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4},
+	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4, .tile_prefetch = 1},
 	{.name = "avx2_6x16", .isa = KCPU_AVX2, .mr = 6, .nr = 16, .fn = kgemm_ukernel_6x16__avx2,
 	 .kc = KGEMM_KC_AVX2, .mc = KGEMM_MC, .nc = KGEMM_NC, .seg = kgemm_ukernel_6x16_seg__avx2,
 	 .strided = kgemm_ukernel_6x16_strided__avx2},
@@ -482,7 +482,7 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 	const float *res = ep->residual ? ep->residual + b * j->bs_c : NULL;
 	float *abuf = (float *)(j->slots + (size_t)thread * j->slot_bytes);
 
-	kgemm_tile_ep te;
+	kgemm_tile_ep te = {0};
 	te.alpha = ep->alpha;
 	te.act = ep->act;
 	te.ld_res = ep->ld_residual;
@@ -514,14 +514,25 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 			te.bias_n = ep->bias_n ? ep->bias_n + jj : NULL;
 			int64_t pf = 0;
 			for (int64_t ii = m0; ii < m1; ii += mr) {
-				if (next)
-					for (int64_t e = k_min64(plines, pf + pf_step); pf < e; pf++)
+				const int m = (int)k_min64(mr, m1 - ii);
+				te.pf_lines = 0;
+				if (next) {
+					const int64_t e = k_min64(plines, pf + pf_step);
+					/* spread over a full tile's k steps where the
+					 * kernel can (gemm_internal.h); else now */
+					if (uk->tile_prefetch && m == mr && n > nr / 2 && 4 * (e - pf) <= kc) {
+						te.pf = next + pf * 64;
+						te.pf_lines = (int)(e - pf);
+						pf = e;
+					}
+					for (; pf < e; pf++)
 						__builtin_prefetch(next + pf * 64, 0, 2);
+				}
 				te.bias_m = ep->bias_m ? ep->bias_m + ii : NULL;
 				te.res = res ? res + ii * te.ld_res + jj : NULL;
 				/* a packed panel holds mr rows: (ii - m0) * kc = panel * mr * kc */
 				const float *a = j->direct_a ? ablk + (ii - m0) * rs : ablk + (ii - m0) * kc;
-				uk->fn(kc, a, rs, cs, bp, C + ii * ldc + jj, ldc, (int)k_min64(mr, m1 - ii), n, &te);
+				uk->fn(kc, a, rs, cs, bp, C + ii * ldc + jj, ldc, m, n, &te);
 			}
 		}
 	}
@@ -642,7 +653,7 @@ static void kgemm_thin_task(void *ctx, int64_t t, int thread)
 	const k_epilogue *ep = j->ep;
 	const int64_t j0 = t * j->cols, j1 = k_min64(j->N, j0 + j->cols);
 	const int mr = j->use_dot ? uk->dot_mr : uk->mr, nr = j->use_dot ? uk->dot_nr : uk->nr;
-	kgemm_tile_ep te;
+	kgemm_tile_ep te = {0};
 	te.alpha = ep->alpha;
 	te.act = ep->act;
 	te.ld_res = ep->ld_residual;
@@ -714,7 +725,7 @@ static void kgemm_b_in_place_block(const kgemm_ukernel_desc *uk, int64_t M, int6
 				   int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const k_epilogue *ep)
 {
 	const int mr = uk->mr, nr = uk->nr;
-	kgemm_tile_ep te;
+	kgemm_tile_ep te = {0};
 	te.alpha = ep->alpha;
 	te.act = ep->act;
 	te.ld_res = ep->ld_residual;

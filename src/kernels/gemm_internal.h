@@ -34,6 +34,14 @@ typedef struct kgemm_tile_ep {
 	const float *bias_m; /* [m] or NULL */
 	const float *res;    /* [m x n], row stride ld_res, or NULL */
 	int64_t ld_res;
+	/* For kernels whose descriptor sets tile_prefetch, on full tiles
+	 * (m == mr, n > nr / 2) only: pf_lines cache lines from pf on, one
+	 * prefetched to L2 every 4 k steps (pf_lines <= kc / 4). Spread out
+	 * like this rather than issued in a burst before the tile, prefetches
+	 * of a cold weight panel do not queue behind each other for the core's
+	 * few line-fill buffers. */
+	const char *pf;
+	int pf_lines;
 } kgemm_tile_ep;
 
 /* C[m x n] (m <= mr, n <= nr) op= A (m x kc) @ B panel (kc x nr), then
@@ -73,6 +81,9 @@ typedef struct kgemm_ukernel_desc {
 	kgemm_dot_fn dot;
 	int dot_mr, dot_nr;
 	kgemm_ukernel_seg_fn seg;
+	/* fn issues kgemm_tile_ep.pf itself; otherwise the driver issues
+	 * them before the call */
+	int tile_prefetch;
 } kgemm_ukernel_desc;
 
 /* The micro-kernel chosen for this CPU (what kgemm_f32 uses), for kernels

@@ -1,7 +1,8 @@
 /* test_linear_rows.c - linear with a borrowed constant weight under the
  * default memory optimization runs linear_gemm_weight_rows (no packed
  * copy) from 16 tokens and 256 x 256 weights: right on awkward sizes
- * (tokens past one task's block, rows past one tile), with and without bias, residual and each kind of
+ * (tokens past one task's block, rows past one tile, K past the AVX-512
+ * tile loop's reach), with and without bias, residual and each kind of
  * activation, x of rank 2 and 3, against the reference kernels. A weight
  * the graph owns, or a compile without memory optimization, keeps the
  * packed kernel. */
@@ -102,7 +103,10 @@ static void check_packed(const lin_case *c, int borrow)
 
 int main(void)
 {
-	static const int64_t shapes[][3] = {{16, 256, 256}, {21, 257, 259}, {300, 256, 263}, {513, 260, 257}};
+	/* (K 1000: the AVX-512 tile loop over panels that are not all full;
+	 * K 4100: past its reach, the blocked GEMM) */
+	static const int64_t shapes[][3] = {{16, 256, 256}, {21, 257, 259}, {300, 256, 263},
+					     {513, 260, 257}, {75, 1000, 300}, {40, 4100, 256}};
 	static const int acts[] = {0, 1, 3, 5, 6};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		for (int bias = 0; bias < 2; bias++)

@@ -129,9 +129,10 @@ AIR_INLINE void aadvance(const int PACKED, const int ROWS, arows *A, int k)
 }
 
 /* One tile: ROWS rows (<= MR) x NV vectors of 16 columns, S accumulator
- * sets; B row p at b + p * ldb (BMASK: B read in place, masked to n). */
-AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK, const int PACKED, int64_t kc,
-		     const float *a, int64_t rs_a, const float *b, const int64_t ldb, float *c, int64_t ldc,
+ * sets; B row p at b + p * ldb (BMASK: B read in place, masked to n); PF:
+ * issues ep->pf's lines (gemm_internal.h), one every 4 k steps. */
+AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK, const int PACKED, const int PF,
+		     int64_t kc, const float *a, int64_t rs_a, const float *b, const int64_t ldb, float *c, int64_t ldc,
 		     int n, const kgemm_tile_ep *ep)
 {
 	enum { MAXR = 16, MAXV = 4, MAXS = 4 };
@@ -168,7 +169,13 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 	/* U k steps per iteration; with S sets, step u adds into set u */
 	const int U = S > 1 ? S : 1;
 	int64_t p = 0;
+	/* (a count and a cursor spilled the in-place A rows' pointers to the
+	 * stack; a base and an end step leave them in registers) */
+	const char *pf = ep->pf;
+	const int64_t pf_end = PF ? 4 * (int64_t)ep->pf_lines : 0;
 	for (; p + U <= kc; p += U) {
+		if (PF && (p & 3) == 0 && p < pf_end)
+			_mm_prefetch(pf + 16 * p, _MM_HINT_T1);
 #pragma GCC unroll 4
 		for (int u = 0; u < U; u++) {
 			const int s = S > 1 ? u : 0;
@@ -251,9 +258,9 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 #define TILE_ROWS(R, BM, PK, LDB)                                                                      \
 	case R:                                                                                        \
 		if (n > 16)                                                                            \
-			tile(R, 2, KSETS(R, 2), BM, PK, kc, a, rs_a, b, LDB, c, ldc, n, ep);           \
+			tile(R, 2, KSETS(R, 2), BM, PK, 0, kc, a, rs_a, b, LDB, c, ldc, n, ep);        \
 		else                                                                                   \
-			tile(R, 1, KSETS(R, 1), BM, PK, kc, a, rs_a, b, LDB, c, ldc, n, ep);           \
+			tile(R, 1, KSETS(R, 1), BM, PK, 0, kc, a, rs_a, b, LDB, c, ldc, n, ep);        \
 		return;
 
 #define TILE_ALL_ROWS(BM, PK, LDB)                                                                     \
@@ -273,6 +280,13 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
+	if (ep->pf_lines > 0 && m == MR && n > 16) { /* one accumulator set: one k step an iteration */
+		if (cs_a == 1)
+			tile(MR, 2, 1, 0, 0, 1, kc, a, rs_a, b, NR, c, ldc, n, ep);
+		else
+			tile(MR, 2, 1, 0, 1, 1, kc, a, rs_a, b, NR, c, ldc, n, ep);
+		return;
+	}
 	if (cs_a == 1) {
 		TILE_ALL_ROWS(0, 0, NR)
 	}
