@@ -16,6 +16,8 @@
  * (plan/inplace.c does not list this kernel). */
 #include "kernels/linear_rows.h"
 
+#include <string.h>
+
 #include "core/error.h"
 #include "kernels/conv_nhwc.h" /* kconv_transpose */
 #include "kernels/gemm.h"
@@ -41,6 +43,25 @@ typedef struct rows_plan {
 	size_t packed_bytes, slot_bytes, buf_bytes;
 } rows_plan;
 
+/* The tile loop for a micro-kernel that prefetches (AVX-512), in place of
+ * the blocked GEMM: one weight tile (mr rows, all of K) at a time through
+ * every panel of the task's tokens, so the tile's rows, contiguous in
+ * memory, are read from it once, in order, and the next tile's rows (which
+ * follow them) are prefetched a share per panel call. The blocked GEMM's
+ * order (K in blocks of 256; a panel of tokens at a time through all the
+ * tiles) read the weight, cold from memory on every call, as twelve short
+ * strided streams: on Sapphire Rapids with the weights cold, BERT-base's
+ * 768x768, 3072x768 and 768x3072 products at 128 tokens ran at 272, 289 and
+ * 271 GFLOP/s that way and 376, 359 and 332 this way (/tmp scratch, 2
+ * threads). Up to DIRECT_MAX_K, where a panel of x^T (K x nr) still
+ * streams from L2. */
+enum { DIRECT_MAX_K = 4096 };
+
+static bool direct_tiles(int64_t K)
+{
+	return kgemm_active_ukernel()->tile_prefetch && K <= DIRECT_MAX_K;
+}
+
 static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
 {
 	rows_plan p;
@@ -52,7 +73,11 @@ static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
 	 * the threads */
 	p.rows = 16 * mr;
 	int64_t tasks = k_cdiv(N, p.rows) * k_cdiv(M, p.tokens);
-	while (p.rows > mr && tasks < 4 * (int64_t)nthreads) {
+	/* the tile loop's first tile in a task comes cold: fewer, longer
+	 * tasks (BERT's 768x768 at 128 tokens: 192-row tasks ran 1.13x as
+	 * fast as 96-row ones) */
+	const int64_t per_thread = direct_tiles(K) ? 2 : 4;
+	while (p.rows > mr && tasks < per_thread * (int64_t)nthreads) {
 		p.rows -= mr;
 		tasks = k_cdiv(N, p.rows) * k_cdiv(M, p.tokens);
 	}
@@ -72,33 +97,22 @@ typedef struct rows_job {
 	int64_t panels_per_task; /* packing */
 } rows_job;
 
+/* B(k, m) = x[m, k]: a panel of nr tokens is their rows of x transposed
+ * (8 x 8 register blocks; the packing's scalar loop for a transposed B
+ * took a tenth of a 768x768 linear's time at 128 tokens), zero past M. */
 static void pack_task(void *ctx, int64_t t, int thread)
 {
 	(void)thread;
 	const rows_job *j = ctx;
-	int64_t nr = kgemm_tile_cols(), j0 = t * j->panels_per_task * nr;
-	int64_t j1 = k_min64(j->p.M, j0 + j->panels_per_task * nr);
-	/* B(k, m) = x[m, k]: rows of B along K are columns of x */
-	kgemm_pack_b_block(j->xt, 0, j->p.K, j0, j1, j->x + j0 * j->p.K, 1, j->p.K, NULL);
-}
-
-/* The tile loop for a micro-kernel that prefetches (AVX-512), in place of
- * the blocked GEMM: one weight tile (mr rows, all of K) at a time through
- * every panel of the task's tokens, so the tile's rows, contiguous in
- * memory, are read from it once, in order, and the next tile's rows (which
- * follow them) are prefetched a share per panel call. The blocked GEMM's
- * order (K in blocks of 256; a panel of tokens at a time through all the
- * tiles) read the weight, cold from memory on every call, as twelve short
- * strided streams: on Sapphire Rapids with the weights cold, BERT-base's
- * 768x768, 3072x768 and 768x3072 products at 128 tokens ran at 272, 289 and
- * 271 GFLOP/s that way and 376, 359 and 332 this way (/tmp scratch, 2
- * threads). Up to DIRECT_MAX_K, where a panel of x^T (K x nr) still
- * streams from L2. */
-enum { DIRECT_MAX_K = 4096 };
-
-static bool direct_tiles(int64_t K)
-{
-	return kgemm_active_ukernel()->tile_prefetch && K <= DIRECT_MAX_K;
+	const int64_t nr = kgemm_tile_cols(), K = j->p.K, j0 = t * j->panels_per_task * nr;
+	const int64_t j1 = k_min64(j->p.M, j0 + j->panels_per_task * nr);
+	for (int64_t c = j0; c < j1; c += nr) {
+		float *panel = kgemm_packed_b_panel(j->xt, c);
+		const int64_t n = k_min64(nr, j1 - c);
+		if (n < nr)
+			memset(panel, 0, sizeof(float) * (size_t)(K * nr));
+		kconv_transpose(j->x + c * K, K, panel, nr, n, K);
+	}
 }
 
 static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, int64_t tokens, float *buf)
