@@ -123,6 +123,8 @@ void kgemm_ukernel_6x16_strided__avx2(int64_t kc, const float *a, int64_t rs_a, 
 				      int64_t ldb, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+void kgemm_ukernel_12x32_seg__avx512(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
+				     const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 void kgemm_ukernel_12x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
 					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
 					 const kgemm_tile_ep *ep);

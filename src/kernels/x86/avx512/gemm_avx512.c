@@ -132,7 +132,7 @@ AIR_INLINE void aadvance(const int PACKED, const int ROWS, arows *A, int k)
  * sets; B row p at b + p * ldb (BMASK: B read in place, masked to n); PF:
  * issues ep->pf's lines (gemm_internal.h), one every 4 k steps. */
 AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK, const int PACKED, const int PF,
-		     int64_t kc, const float *a, int64_t rs_a, const float *b, const int64_t ldb, float *c, int64_t ldc,
+		     int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a, const float *b, const int64_t ldb, float *c, int64_t ldc,
 		     int n, const kgemm_tile_ep *ep)
 {
 	enum { MAXR = 16, MAXV = 4, MAXS = 4 };
@@ -161,18 +161,21 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 					_mm_prefetch((const char *)(pc + r * ld + v * 16), _MM_HINT_T0);
 		}
 	}
-	arows A;
-	A.rs = rs_a;
-#pragma GCC unroll 4
-	for (int q = 0; q < 4; q++)
-		A.base[q] = a + (PACKED ? 0 : 3 * q * rs_a);
 	/* U k steps per iteration; with S sets, step u adds into set u */
 	const int U = S > 1 ? S : 1;
-	int64_t p = 0;
 	/* (a count and a cursor spilled the in-place A rows' pointers to the
 	 * stack; a base and an end step leave them in registers) */
 	const char *pf = ep->pf;
 	const int64_t pf_end = PF ? 4 * (int64_t)ep->pf_lines : 0;
+	/* nseg blocks of kc along K, block g of A at a + g * seg_stride (see
+	 * kgemm_ukernel_seg_fn; 1 for a plain tile); B runs on through them */
+	for (int64_t g = 0; g < nseg; g++) {
+	arows A;
+	A.rs = rs_a;
+#pragma GCC unroll 4
+	for (int q = 0; q < 4; q++)
+		A.base[q] = a + g * seg_stride + (PACKED ? 0 : 3 * q * rs_a);
+	int64_t p = 0;
 	for (; p + U <= kc; p += U) {
 		if (PF && (p & 3) == 0 && p < pf_end)
 			_mm_prefetch(pf + 16 * p, _MM_HINT_T1);
@@ -210,6 +213,7 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 		}
 		aadvance(PACKED, ROWS, &A, 1);
 		b += ldb;
+	}
 	}
 #pragma GCC unroll 4
 	for (int s = 1; s < S; s++)
@@ -258,9 +262,9 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 #define TILE_ROWS(R, BM, PK, LDB)                                                                      \
 	case R:                                                                                        \
 		if (n > 16)                                                                            \
-			tile(R, 2, KSETS(R, 2), BM, PK, 0, kc, a, rs_a, b, LDB, c, ldc, n, ep);        \
+			tile(R, 2, KSETS(R, 2), BM, PK, 0, kc, nseg, seg_stride, a, rs_a, b, LDB, c, ldc, n, ep);        \
 		else                                                                                   \
-			tile(R, 1, KSETS(R, 1), BM, PK, 0, kc, a, rs_a, b, LDB, c, ldc, n, ep);        \
+			tile(R, 1, KSETS(R, 1), BM, PK, 0, kc, nseg, seg_stride, a, rs_a, b, LDB, c, ldc, n, ep);        \
 		return;
 
 #define TILE_ALL_ROWS(BM, PK, LDB)                                                                     \
@@ -280,11 +284,12 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
+	const int64_t nseg = 1, seg_stride = 0;
 	if (ep->pf_lines > 0 && m == MR && n > 16) { /* one accumulator set: one k step an iteration */
 		if (cs_a == 1)
-			tile(MR, 2, 1, 0, 0, 1, kc, a, rs_a, b, NR, c, ldc, n, ep);
+			tile(MR, 2, 1, 0, 0, 1, kc, 1, 0, a, rs_a, b, NR, c, ldc, n, ep);
 		else
-			tile(MR, 2, 1, 0, 1, 1, kc, a, rs_a, b, NR, c, ldc, n, ep);
+			tile(MR, 2, 1, 0, 1, 1, kc, 1, 0, a, rs_a, b, NR, c, ldc, n, ep);
 		return;
 	}
 	if (cs_a == 1) {
@@ -297,8 +302,21 @@ void kgemm_ukernel_12x32_strided__avx512(int64_t kc, const float *a, int64_t rs_
 					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
 					 const kgemm_tile_ep *ep)
 {
+	const int64_t nseg = 1, seg_stride = 0;
 	if (cs_a == 1) {
 		TILE_ALL_ROWS(1, 0, ldb)
 	}
 	TILE_ALL_ROWS(1, 1, ldb)
+}
+
+/* All of a tile's K blocks read from different places of A in one call
+ * (kgemm_ukernel_seg_fn), for the implicit convolution: ResNet-50's stem
+ * has blocks of 21 (7 taps x 3 channels), and one kernel call per block
+ * stored and reloaded the 12x32 tile seven times. */
+void kgemm_ukernel_12x32_seg__avx512(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
+				     const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
+{
+	const int64_t cs_a = 1;
+	(void)cs_a;
+	TILE_ALL_ROWS(0, 0, NR)
 }
