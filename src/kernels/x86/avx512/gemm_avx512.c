@@ -132,8 +132,8 @@ AIR_INLINE void aadvance(const int PACKED, const int ROWS, arows *A, int k)
  * sets; B row p at b + p * ldb (BMASK: B read in place, masked to n); PF:
  * issues ep->pf's lines (gemm_internal.h), one every 4 k steps. */
 AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK, const int PACKED, const int PF,
-		     int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a, const float *b, const int64_t ldb, float *c, int64_t ldc,
-		     int n, const kgemm_tile_ep *ep)
+		     int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a, const float *b,
+		     const int64_t ldb, float *c, int64_t ldc, int n, const kgemm_tile_ep *ep)
 {
 	enum { MAXR = 16, MAXV = 4, MAXS = 4 };
 	__mmask16 mask[MAXV];
@@ -170,50 +170,50 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 	/* nseg blocks of kc along K, block g of A at a + g * seg_stride (see
 	 * kgemm_ukernel_seg_fn; 1 for a plain tile); B runs on through them */
 	for (int64_t g = 0; g < nseg; g++) {
-	arows A;
-	A.rs = rs_a;
+		arows A;
+		A.rs = rs_a;
 #pragma GCC unroll 4
-	for (int q = 0; q < 4; q++)
-		A.base[q] = a + g * seg_stride + (PACKED ? 0 : 3 * q * rs_a);
-	int64_t p = 0;
-	for (; p + U <= kc; p += U) {
-		if (PF && (p & 3) == 0 && p < pf_end)
-			_mm_prefetch(pf + 16 * p, _MM_HINT_T1);
+		for (int q = 0; q < 4; q++)
+			A.base[q] = a + g * seg_stride + (PACKED ? 0 : 3 * q * rs_a);
+		int64_t p = 0;
+		for (; p + U <= kc; p += U) {
+			if (PF && (p & 3) == 0 && p < pf_end)
+				_mm_prefetch(pf + 16 * p, _MM_HINT_T1);
 #pragma GCC unroll 4
-		for (int u = 0; u < U; u++) {
-			const int s = S > 1 ? u : 0;
-			__m512 bv[MAXV];
-			if (BMASK)
-				prefetch_row(b + (u + PF_ROWS) * ldb, n);
-#pragma GCC unroll 4
-			for (int v = 0; v < NV; v++)
-				bv[v] = loadb(BMASK, mask[v], b + u * ldb + v * 16);
-#pragma GCC unroll 16
-			for (int r = 0; r < ROWS; r++) {
-				__m512 ar = _mm512_set1_ps(aload(PACKED, &A, r, u));
+			for (int u = 0; u < U; u++) {
+				const int s = S > 1 ? u : 0;
+				__m512 bv[MAXV];
+				if (BMASK)
+					prefetch_row(b + (u + PF_ROWS) * ldb, n);
 #pragma GCC unroll 4
 				for (int v = 0; v < NV; v++)
-					acc[s][r][v] = _mm512_fmadd_ps(ar, bv[v], acc[s][r][v]);
-			}
-		}
-		aadvance(PACKED, ROWS, &A, U);
-		b += U * ldb;
-	}
-	for (; p < kc; p++) {
-		__m512 bv[MAXV];
-#pragma GCC unroll 4
-		for (int v = 0; v < NV; v++)
-			bv[v] = loadb(BMASK, mask[v], b + v * 16);
+					bv[v] = loadb(BMASK, mask[v], b + u * ldb + v * 16);
 #pragma GCC unroll 16
-		for (int r = 0; r < ROWS; r++) {
-			__m512 ar = _mm512_set1_ps(aload(PACKED, &A, r, 0));
+				for (int r = 0; r < ROWS; r++) {
+					__m512 ar = _mm512_set1_ps(aload(PACKED, &A, r, u));
+#pragma GCC unroll 4
+					for (int v = 0; v < NV; v++)
+						acc[s][r][v] = _mm512_fmadd_ps(ar, bv[v], acc[s][r][v]);
+				}
+			}
+			aadvance(PACKED, ROWS, &A, U);
+			b += U * ldb;
+		}
+		for (; p < kc; p++) {
+			__m512 bv[MAXV];
 #pragma GCC unroll 4
 			for (int v = 0; v < NV; v++)
-				acc[0][r][v] = _mm512_fmadd_ps(ar, bv[v], acc[0][r][v]);
+				bv[v] = loadb(BMASK, mask[v], b + v * 16);
+#pragma GCC unroll 16
+			for (int r = 0; r < ROWS; r++) {
+				__m512 ar = _mm512_set1_ps(aload(PACKED, &A, r, 0));
+#pragma GCC unroll 4
+				for (int v = 0; v < NV; v++)
+					acc[0][r][v] = _mm512_fmadd_ps(ar, bv[v], acc[0][r][v]);
+			}
+			aadvance(PACKED, ROWS, &A, 1);
+			b += ldb;
 		}
-		aadvance(PACKED, ROWS, &A, 1);
-		b += ldb;
-	}
 	}
 #pragma GCC unroll 4
 	for (int s = 1; s < S; s++)
@@ -262,9 +262,9 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 #define TILE_ROWS(R, BM, PK, LDB)                                                                      \
 	case R:                                                                                        \
 		if (n > 16)                                                                            \
-			tile(R, 2, KSETS(R, 2), BM, PK, 0, kc, nseg, seg_stride, a, rs_a, b, LDB, c, ldc, n, ep);        \
+			tile(R, 2, KSETS(R, 2), BM, PK, 0, kc, nseg, seg_stride, a, rs_a, b, LDB, c, ldc, n, ep); \
 		else                                                                                   \
-			tile(R, 1, KSETS(R, 1), BM, PK, 0, kc, nseg, seg_stride, a, rs_a, b, LDB, c, ldc, n, ep);        \
+			tile(R, 1, KSETS(R, 1), BM, PK, 0, kc, nseg, seg_stride, a, rs_a, b, LDB, c, ldc, n, ep); \
 		return;
 
 #define TILE_ALL_ROWS(BM, PK, LDB)                                                                     \
