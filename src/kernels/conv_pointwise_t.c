@@ -40,10 +40,14 @@ static bool pt_supports(const k_call *call)
 		return false;
 	/* sizes unknown at compile time (-1) are not taken: the scratch is sized
 	 * there. Taken where the direct kernel's last tile of pixels wastes
-	 * more than 1/8 of its work: 14x14 (196 = 12.25 tiles of 16) ran level
-	 * with it, 7x7 (49 = 3.06 tiles) 20% faster */
-	const int64_t P = g.OH * g.OW, nr = kgemm_tile_cols();
-	return g.OH > 0 && g.OW > 0 && P <= MAX_PIXELS && (k_cdiv(P, nr) * nr - P) * 8 > P;
+	 * more than 1/8 of its work. The vector kernels run a last tile of at
+	 * most half their width with one vector, so the waste is counted in
+	 * half tiles. AVX2 (16 columns): 14x14 (196 = 24.5 vectors of 8) ran
+	 * level with it, 7x7 (49 = 6.1) 20% faster. AVX-512 (32 columns):
+	 * 14x14 (12.25 vectors of 16) ran 7-10% faster direct, 7x7 (3.06)
+	 * 13-20% slower (bench_conv --layout, medians) */
+	const int64_t P = g.OH * g.OW, step = kgemm_tile_cols() / 2 > 0 ? kgemm_tile_cols() / 2 : 1;
+	return g.OH > 0 && g.OW > 0 && P <= MAX_PIXELS && (k_cdiv(P, step) * step - P) * 8 > P;
 }
 
 static air_status pt_prepare(const k_call *call, void **out)
