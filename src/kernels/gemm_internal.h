@@ -19,6 +19,10 @@
 enum {
 	KGEMM_TILE_FIRST = 1, /* first K block: add bias and residual, ignore old C */
 	KGEMM_TILE_LAST = 2,  /* last K block: apply the activation */
+	/* For kernels whose descriptor sets tile_prefetch, on full tiles: the
+	 * packed B panel is read once per call from L2 (a whole K too long
+	 * for L1, as in linear_rows), so the kernel prefetches it ahead */
+	KGEMM_TILE_STREAM_B = 4,
 };
 
 /* The epilogue of one micro-tile. Pointers are already offset to the tile's

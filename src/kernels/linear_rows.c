@@ -122,7 +122,8 @@ static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, 
 	const int64_t K = j->p.K, npanels = k_cdiv(tokens, nr);
 	kgemm_tile_ep te = {0};
 	te.alpha = 1.0f;
-	te.flags = KGEMM_TILE_FIRST | KGEMM_TILE_LAST;
+	/* a panel (K x nr, past L1 for K > 384) is read once per call */
+	te.flags = KGEMM_TILE_FIRST | KGEMM_TILE_LAST | KGEMM_TILE_STREAM_B;
 	te.act = j->res ? K_ACT_NONE : j->act;
 	for (int64_t i = 0; i < rows; i += mr) {
 		const int m = (int)k_min64(mr, rows - i);

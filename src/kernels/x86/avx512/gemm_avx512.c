@@ -91,6 +91,11 @@ AIR_INLINE __m512 loadb(const int BMASK, __mmask16 m, const float *p)
  * hardware prefetchers lose track: fetch the row PF_ROWS ahead (all lines
  * of its n columns; past the end of B the prefetch is harmless). */
 enum { PF_ROWS = 24 };
+/* A packed B panel streamed from L2 (KGEMM_TILE_STREAM_B), 32 k steps (4
+ * KiB) ahead: linear_rows' BERT-base products at 128 tokens, cold weights,
+ * 2 threads, ran 3-8% faster than with the hardware prefetchers alone (16
+ * steps: 2-6%). Past the panel's end the prefetch is harmless. */
+enum { BPF_ROWS = 32 };
 AIR_INLINE void prefetch_row(const float *p, int n)
 {
 	_mm_prefetch((const char *)p, _MM_HINT_T0);
@@ -130,7 +135,8 @@ AIR_INLINE void aadvance(const int PACKED, const int ROWS, arows *A, int k)
 
 /* One tile: ROWS rows (<= MR) x NV vectors of 16 columns, S accumulator
  * sets; B row p at b + p * ldb (BMASK: B read in place, masked to n); PF:
- * issues ep->pf's lines (gemm_internal.h), one every 4 k steps. */
+ * issues ep->pf's lines (gemm_internal.h), one every 4 k steps, and PF 2
+ * also B's rows BPF_ROWS k steps ahead (KGEMM_TILE_STREAM_B). */
 AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK, const int PACKED, const int PF,
 		     int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a, const float *b,
 		     const int64_t ldb, float *c, int64_t ldc, int n, const kgemm_tile_ep *ep)
@@ -185,6 +191,10 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 				__m512 bv[MAXV];
 				if (BMASK)
 					prefetch_row(b + (u + PF_ROWS) * ldb, n);
+				if (PF == 2)
+#pragma GCC unroll 4
+					for (int v = 0; v < NV; v++)
+						_mm_prefetch((const char *)(b + (u + BPF_ROWS) * ldb + v * 16), _MM_HINT_T0);
 #pragma GCC unroll 4
 				for (int v = 0; v < NV; v++)
 					bv[v] = loadb(BMASK, mask[v], b + u * ldb + v * 16);
@@ -285,6 +295,10 @@ void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64
 				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
 	const int64_t nseg = 1, seg_stride = 0;
+	if (m == MR && n > 16 && cs_a == 1 && (ep->flags & KGEMM_TILE_STREAM_B)) {
+		tile(MR, 2, 1, 0, 0, 2, kc, 1, 0, a, rs_a, b, NR, c, ldc, n, ep);
+		return;
+	}
 	if (ep->pf_lines > 0 && m == MR && n > 16) { /* one accumulator set: one k step an iteration */
 		if (cs_a == 1)
 			tile(MR, 2, 1, 0, 0, 1, kc, 1, 0, a, rs_a, b, NR, c, ldc, n, ep);
