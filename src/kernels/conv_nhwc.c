@@ -723,7 +723,7 @@ void kconv_transpose(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t
 	int64_t rb = rows / TB8 * TB8, cb = cols / TB8 * TB8;
 	for (int64_t c = 0; c < cb; c += TB8)
 		for (int64_t r = 0; r < rb; r += TB8)
-			tr8(xs + r * ldx + c, ldx, ys + c * ldy + r, ldy);
+			tr8(xs + r * ldx + c, ldx, ys + c * ldy + r, ldy, NULL, 0);
 	/* the edges: rows past the last whole block, then columns */
 	for (int64_t c = 0; c < cols; c++)
 		for (int64_t r = rb; r < rows; r++)
@@ -731,6 +731,23 @@ void kconv_transpose(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t
 	for (int64_t c = cb; c < cols; c++)
 		for (int64_t r = 0; r < rb; r++)
 			ys[c * ldy + r] = xs[r * ldx + c];
+}
+
+void kconv_transpose_add(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows, int64_t cols,
+			 const float *res, int64_t ldr)
+{
+	knhwc_tr8_fn tr8 = pick_rows().tr8;
+	int64_t rb = rows / TB8 * TB8, cb = cols / TB8 * TB8;
+	for (int64_t c = 0; c < cb; c += TB8)
+		for (int64_t r = 0; r < rb; r += TB8)
+			tr8((const uint32_t *)(x + r * ldx + c), ldx, (uint32_t *)(y + c * ldy + r), ldy,
+			    res + c * ldr + r, ldr);
+	for (int64_t c = 0; c < cols; c++)
+		for (int64_t r = rb; r < rows; r++)
+			y[c * ldy + r] = x[r * ldx + c] + res[c * ldr + r];
+	for (int64_t c = cb; c < cols; c++)
+		for (int64_t r = 0; r < rb; r++)
+			y[c * ldy + r] = x[r * ldx + c] + res[c * ldr + r];
 }
 
 static void tr_task(void *p, int64_t t, int thread)

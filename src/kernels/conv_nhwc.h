@@ -28,6 +28,10 @@ bool kconv_implicit_fits(int64_t C, int64_t groups, int64_t KH, int64_t KW, int6
 /* y[c * ldy + r] = x[r * ldx + c] for a rows x cols block of 4-byte
  * elements, in 8 x 8 register blocks. */
 void kconv_transpose(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows, int64_t cols);
+/* The same for floats, adding res (y's layout, rows ldr apart) as it stores:
+ * y[c * ldy + r] = x[r * ldx + c] + res[c * ldr + r]. res may not alias y. */
+void kconv_transpose_add(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows, int64_t cols,
+			 const float *res, int64_t ldr);
 /* anything else: NHWC im2col in row blocks + GEMM with packed weights. */
 extern const k_kernel kfast_conv2d_nhwc_im2col;
 /* Whether a GEMM conv kernel re-packs its weight on every call instead of

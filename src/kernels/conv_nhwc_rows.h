@@ -24,8 +24,10 @@ typedef void (*knhwc_max_fn)(const float *x, int64_t W, int64_t C, int64_t h0, i
 typedef void (*knhwc_avg_fn)(const float *x, int64_t W, int64_t C, int64_t h0, int64_t h1, int64_t w0,
 			     int64_t w1, float scale, float *y);
 /* An 8 x 8 block of 4-byte elements transposed: y[j * ldy + i] =
- * x[i * ldx + j] for i, j < 8 (the layout permutes' inner step). */
-typedef void (*knhwc_tr8_fn)(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy);
+ * x[i * ldx + j] for i, j < 8 (the layout permutes' inner step); with res
+ * (floats only), y[j * ldy + i] = x[i * ldx + j] + res[j * ldr + i]. */
+typedef void (*knhwc_tr8_fn)(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy, const float *res,
+			     int64_t ldr);
 
 #define KNHWC_DECLARE(sfx)                                                                                  \
 	void knhwc_dw_row__##sfx(const kconv_geom *g, const float *x, const float *wt, const float *bias,    \
@@ -34,7 +36,8 @@ typedef void (*knhwc_tr8_fn)(const uint32_t *x, int64_t ldx, uint32_t *y, int64_
 			      int64_t w0, int64_t w1, int64_t dw, float *y);                                 \
 	void knhwc_avg__##sfx(const float *x, int64_t W, int64_t C, int64_t h0, int64_t h1, int64_t w0,      \
 			      int64_t w1, float scale, float *y);                                            \
-	void knhwc_tr8__##sfx(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy);
+	void knhwc_tr8__##sfx(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy, const float *res,      \
+			      int64_t ldr);
 KNHWC_DECLARE(portable)
 KNHWC_DECLARE(avx2)
 KNHWC_DECLARE(avx512)
@@ -244,6 +247,8 @@ void KNHWC_FN(knhwc_avg)(const float *x, int64_t W, int64_t C, int64_t h0, int64
  * 128-bit halves), which AVX2 does in unpack, shufps and perm2f128. */
 typedef uint32_t knhwc_u8 __attribute__((vector_size(32)));
 typedef uint32_t knhwc_u8u __attribute__((vector_size(32), aligned(4)));
+typedef float knhwc_f8 __attribute__((vector_size(32)));
+typedef float knhwc_f8u __attribute__((vector_size(32), aligned(4)));
 #if defined(__clang__)
 #define KNHWC_SHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)
 #else
@@ -251,7 +256,7 @@ typedef uint32_t knhwc_u8u __attribute__((vector_size(32), aligned(4)));
 	__builtin_shuffle(a, b, (knhwc_u8){i0, i1, i2, i3, i4, i5, i6, i7})
 #endif
 
-void KNHWC_FN(knhwc_tr8)(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy)
+void KNHWC_FN(knhwc_tr8)(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy, const float *res, int64_t ldr)
 {
 	knhwc_u8 r[8], t[8], u[8];
 	for (int i = 0; i < 8; i++)
@@ -266,6 +271,16 @@ void KNHWC_FN(knhwc_tr8)(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ld
 			u[i + 2 * k + 1] = KNHWC_SHUF(t[i + k], t[i + k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
 		}
 	/* u[k] holds columns k and k + 4 of rows 0-3, u[k + 4] of rows 4-7 */
+	if (res) {
+		/* (a vector cast between same-sized vectors keeps the bits) */
+		for (int k = 0; k < 4; k++) {
+			knhwc_f8 lo = (knhwc_f8)KNHWC_SHUF(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+			knhwc_f8 hi = (knhwc_f8)KNHWC_SHUF(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+			*(knhwc_f8u *)(y + k * ldy) = lo + *(const knhwc_f8u *)(res + k * ldr);
+			*(knhwc_f8u *)(y + (k + 4) * ldy) = hi + *(const knhwc_f8u *)(res + (k + 4) * ldr);
+		}
+		return;
+	}
 	for (int k = 0; k < 4; k++) {
 		*(knhwc_u8u *)(y + k * ldy) = KNHWC_SHUF(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
 		*(knhwc_u8u *)(y + (k + 4) * ldy) = KNHWC_SHUF(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
