@@ -778,8 +778,15 @@ static PyMethodDef module_methods[] = {
 	{NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "torchair._C", "libair bindings", -1,
-				       module_methods};
+/* designated fields: the positional form left m_slots .. m_free implicit,
+ * which -Wmissing-field-initializers (-Wextra) rejects under AIR_WERROR */
+static struct PyModuleDef moduledef = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "torchair._C",
+	.m_doc = "libair bindings",
+	.m_size = -1,
+	.m_methods = module_methods,
+};
 
 PyMODINIT_FUNC PyInit__C(void)
 {
