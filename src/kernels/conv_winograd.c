@@ -19,7 +19,8 @@
  * ResNet-50 shapes at batch 1 (bench_conv --layout, 2 threads, Zen 3), ms,
  * im2col -> Winograd: 64 at 56x56 1.49 -> 0.85, 128 at 28x28 1.30 -> 0.75,
  * 256 at 14x14 1.29 -> 0.70; 512 at 7x7 (16 tiles) 1.32 -> 1.29, so under
- * WINO_MIN_TILES it stays im2col. */
+ * WINO_MIN_TILES it stays im2col. Few tiles with a big weight split the
+ * GEMMs by output channels instead of the tiles by chunks (WINO_SPLIT_*). */
 #include "kernels/conv_nhwc.h"
 
 #include <stdlib.h>
@@ -231,7 +232,21 @@ typedef struct wino_plan {
 	int64_t th, tw, T; /* tiles down, across, in all */
 	int64_t tc, nchunk;
 	size_t v_bytes, m_bytes, zero_bytes, slot_bytes;
+	/* split by output channels (see WINO_SPLIT_*): V and M of all tiles
+	 * shared, the 16 GEMMs split into blocks of ob output channels */
+	int split_o;
+	int64_t ob, nob;
+	size_t gemm_bytes; /* per thread */
 } wino_plan;
+
+/* Few tiles and a big weight (ResNet-50's 256-channel convs at 14x14,
+ * batch 1: 49 tiles, 4 MiB of U): chunks of tiles each ran all 16 GEMMs
+ * over the whole of U, so U was read from memory once per chunk (5 chunks
+ * of 12 tiles there). With at least WINO_SPLIT_MIN_U_BYTES of U and V and M
+ * of all tiles within WINO_SPLIT_MAX_VM_BYTES, the input transform runs for
+ * every tile first, then each task does one GEMM on one block of output
+ * channels (one read of its part of U), then the output transform. */
+enum { WINO_SPLIT_MIN_U_BYTES = 2 << 20, WINO_SPLIT_MAX_VM_BYTES = 3 << 20, WINO_SPLIT_TILES_PER_TASK = 4 };
 
 static wino_plan make_plan(const kconv_geom *g, int nthreads)
 {
@@ -251,7 +266,31 @@ static wino_plan make_plan(const kconv_geom *g, int nthreads)
 	p.m_bytes = k_align64(sizeof(float) * (size_t)(tc * wino_row(g->O)));
 	p.zero_bytes = k_align64(sizeof(float) * (size_t)g->C);
 	p.slot_bytes = p.v_bytes + p.m_bytes + p.zero_bytes + k_align64(kgemm_packed_workspace_bytes(tc, g->O, g->C, 1));
+	const double u_bytes = 16.0 * (double)g->C * (double)g->O * sizeof(float);
+	const double vm_bytes = (double)p.T * (double)(wino_row(g->C) + wino_row(g->O)) * sizeof(float);
+	p.split_o = p.nchunk > 1 && u_bytes >= WINO_SPLIT_MIN_U_BYTES && vm_bytes <= WINO_SPLIT_MAX_VM_BYTES;
+	p.ob = p.nob = 0;
+	p.gemm_bytes = 0;
+	if (p.split_o) {
+		/* two tile panels of channels a block: 4 blocks x 16 GEMMs = 64
+		 * tasks at O = 256 */
+		const int64_t nr = kgemm_tile_cols();
+		p.ob = k_min64(2 * nr, k_cdiv(g->O, nr) * nr);
+		p.nob = k_cdiv(g->O, p.ob);
+		p.v_bytes = k_align64(sizeof(float) * (size_t)(p.T * wino_row(g->C)));
+		p.m_bytes = k_align64(sizeof(float) * (size_t)(p.T * wino_row(g->O)));
+		p.gemm_bytes = k_align64(kgemm_packed_workspace_bytes(p.T, p.ob, g->C, 1));
+	}
 	return p;
+}
+
+/* Workspace after the per-call U (if any): per-thread slots, or (split_o)
+ * V, M, the zero row, then per-thread GEMM workspaces. */
+static size_t plan_bytes(const wino_plan *p, int nthreads)
+{
+	if (p->split_o)
+		return p->v_bytes + p->m_bytes + p->zero_bytes + (size_t)nthreads * p->gemm_bytes;
+	return (size_t)nthreads * p->slot_bytes;
 }
 
 static size_t wino_ws(const k_call *call, int nthreads)
@@ -260,7 +299,8 @@ static size_t wino_ws(const k_call *call, int nthreads)
 	if (kconv_nhwc_make(call, &c) != AIR_OK)
 		return 0;
 	nthreads = nthreads < 1 ? 1 : nthreads;
-	return transform_bytes(call->prepared) + (size_t)nthreads * make_plan(&c.g, nthreads).slot_bytes;
+	wino_plan p = make_plan(&c.g, nthreads);
+	return transform_bytes(call->prepared) + plan_bytes(&p, nthreads);
 }
 
 typedef struct wino_job {
@@ -348,6 +388,64 @@ static void wino_task(void *ctx, int64_t chunk, int thread)
 		output_transform(j, t0 + r, m + r * lm);
 }
 
+/* ---- split by output channels (wino_plan.split_o) ----------------------- */
+
+typedef struct split_job {
+	const wino_job *j;
+	float *v, *m;
+	const float *zero;
+	char *gemm_ws; /* per thread: plan.gemm_bytes */
+} split_job;
+
+static void split_input_task(void *ctx, int64_t t, int thread)
+{
+	(void)thread;
+	const split_job *s = ctx;
+	const int64_t lv = wino_row(s->j->c.g.C);
+	const int64_t t0 = t * WINO_SPLIT_TILES_PER_TASK, t1 = k_min64(s->j->p.T, t0 + WINO_SPLIT_TILES_PER_TASK);
+	for (int64_t r = t0; r < t1; r++)
+		input_transform(s->j, r, s->zero, s->v + r * lv);
+}
+
+/* Task t: GEMM k = t / nob on output channels [ob * (t % nob), +ob). */
+static void split_gemm_task(void *ctx, int64_t t, int thread)
+{
+	const split_job *s = ctx;
+	const wino_job *j = s->j;
+	const wino_plan *p = &j->p;
+	const int64_t C = j->c.g.C, O = j->c.g.O, k = t / p->nob, o0 = (t % p->nob) * p->ob;
+	const int64_t lv = wino_row(C), lm = wino_row(O);
+	kgemm_f32_packed_cols(p->T, k_min64(p->ob, O - o0), C, s->v + k * C, lv, 1, j->u[k], o0, s->m + k * O + o0, lm,
+			      NULL, NULL, s->gemm_ws + (size_t)thread * p->gemm_bytes);
+}
+
+static void split_output_task(void *ctx, int64_t t, int thread)
+{
+	(void)thread;
+	const split_job *s = ctx;
+	const int64_t lm = wino_row(s->j->c.g.O);
+	const int64_t t0 = t * WINO_SPLIT_TILES_PER_TASK, t1 = k_min64(s->j->p.T, t0 + WINO_SPLIT_TILES_PER_TASK);
+	for (int64_t r = t0; r < t1; r++)
+		output_transform(s->j, r, s->m + r * lm);
+}
+
+static void wino_run_split(const wino_job *j, rt_pool *pool)
+{
+	const wino_plan *p = &j->p;
+	split_job s;
+	s.j = j;
+	s.v = (float *)j->ws;
+	s.m = (float *)(j->ws + p->v_bytes);
+	float *zero = (float *)(j->ws + p->v_bytes + p->m_bytes);
+	memset(zero, 0, sizeof(float) * (size_t)j->c.g.C);
+	s.zero = zero;
+	s.gemm_ws = j->ws + p->v_bytes + p->m_bytes + p->zero_bytes;
+	const int64_t tile_tasks = k_cdiv(p->T, WINO_SPLIT_TILES_PER_TASK);
+	rt_pool_run(pool, tile_tasks, split_input_task, &s);
+	rt_pool_run(pool, 16 * p->nob, split_gemm_task, &s);
+	rt_pool_run(pool, tile_tasks, split_output_task, &s);
+}
+
 static air_status wino_run(const k_call *call)
 {
 	wino_job j;
@@ -363,7 +461,10 @@ static air_status wino_run(const k_call *call)
 	transform_job tj;
 	j.u = weight_blocks(call, call->prepared, &tj, &j.ws);
 	pick_transforms(&j.input, &j.output);
-	rt_pool_run(call->pool, j.p.nchunk, wino_task, &j);
+	if (j.p.split_o)
+		wino_run_split(&j, call->pool);
+	else
+		rt_pool_run(call->pool, j.p.nchunk, wino_task, &j);
 	return AIR_OK;
 }
 

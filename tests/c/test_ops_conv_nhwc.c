@@ -189,6 +189,14 @@ static void test_conv(void)
 			conv_case k = {4, 65, 9, 5, 17, 3, 3, 1, 1, ph, pw, 1, 1, 1, 1, 1, ph == pw, WINO};
 			check_conv(&k);
 		}
+	/* few tiles and a big weight (at least 2 MiB of U): the GEMMs split by
+	 * blocks of output channels (conv_winograd.c, WINO_SPLIT_*): 49 tiles,
+	 * 200 channels in, 170 out (blocks of 64, 64, 42 on AVX-512), each
+	 * simple act, bias and residual, padding 1 and 0 */
+	for (int act = 0; act <= 2; act++) {
+		conv_case k = {1, 200, 13, 14, 170, 3, 3, 1, 1, act != 2, 1, 1, 1, 1, act != 1, act, act != 0, WINO};
+		check_conv(&k);
+	}
 	/* too few tiles (7x7 output at batch 1: 16): im2col */
 	conv_case few = {1, 33, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, I2C};
 	check_conv(&few);
