@@ -398,16 +398,23 @@ typedef struct split_job {
 	float *v, *m;
 	const float *zero;
 	char *gemm_ws; /* per thread: plan.gemm_bytes */
+	int output;    /* the transform phase being run: 0 input, 1 output */
 } split_job;
 
-static void split_input_task(void *ctx, int64_t t, int thread)
+/* Tiles [4t, 4t + 4): their input transforms into V, or (output) their
+ * output transforms from M. */
+static void split_transform_task(void *ctx, int64_t t, int thread)
 {
 	(void)thread;
 	const split_job *s = ctx;
-	const int64_t lv = wino_row(s->j->c.g.C);
+	const int64_t lv = wino_row(s->j->c.g.C), lm = wino_row(s->j->c.g.O);
 	const int64_t t0 = t * WINO_SPLIT_TILES_PER_TASK, t1 = k_min64(s->j->p.T, t0 + WINO_SPLIT_TILES_PER_TASK);
-	for (int64_t r = t0; r < t1; r++)
-		input_transform(s->j, r, s->zero, s->v + r * lv);
+	for (int64_t r = t0; r < t1; r++) {
+		if (s->output)
+			output_transform(s->j, r, s->m + r * lm);
+		else
+			input_transform(s->j, r, s->zero, s->v + r * lv);
+	}
 }
 
 /* Task t: GEMM k = t / nob on output channels [ob * (t % nob), +ob). */
@@ -422,16 +429,6 @@ static void split_gemm_task(void *ctx, int64_t t, int thread)
 			      NULL, NULL, s->gemm_ws + (size_t)thread * p->gemm_bytes);
 }
 
-static void split_output_task(void *ctx, int64_t t, int thread)
-{
-	(void)thread;
-	const split_job *s = ctx;
-	const int64_t lm = wino_row(s->j->c.g.O);
-	const int64_t t0 = t * WINO_SPLIT_TILES_PER_TASK, t1 = k_min64(s->j->p.T, t0 + WINO_SPLIT_TILES_PER_TASK);
-	for (int64_t r = t0; r < t1; r++)
-		output_transform(s->j, r, s->m + r * lm);
-}
-
 static void wino_run_split(const wino_job *j, rt_pool *pool)
 {
 	const wino_plan *p = &j->p;
@@ -444,9 +441,11 @@ static void wino_run_split(const wino_job *j, rt_pool *pool)
 	s.zero = zero;
 	s.gemm_ws = j->ws + p->v_bytes + p->m_bytes + p->zero_bytes;
 	const int64_t tile_tasks = k_cdiv(p->T, WINO_SPLIT_TILES_PER_TASK);
-	rt_pool_run(pool, tile_tasks, split_input_task, &s);
+	s.output = 0;
+	rt_pool_run(pool, tile_tasks, split_transform_task, &s);
 	rt_pool_run(pool, 16 * p->nob, split_gemm_task, &s);
-	rt_pool_run(pool, tile_tasks, split_output_task, &s);
+	s.output = 1;
+	rt_pool_run(pool, tile_tasks, split_transform_task, &s);
 }
 
 static air_status wino_run(const k_call *call)
