@@ -245,7 +245,9 @@ static void test_conv2d_narrow(void)
 }
 
 /* Which kernel takes a 1x1: the transposed product on a 7x7 map (a
- * constant weight only: it packs it), the direct GEMM elsewhere. */
+ * constant weight only: it packs it), the direct GEMM elsewhere, 14x14
+ * included (196 pixels: the direct kernel's last tile is at most half
+ * wide, one vector, on every ISA). */
 static void test_conv2d_pointwise_choice(void)
 {
 	static const struct {
@@ -255,6 +257,7 @@ static void test_conv2d_pointwise_choice(void)
 	} cases[] = {
 		{7, 7, 1, " conv2d_gemm_1x1_t "},
 		{7, 7, 0, " conv2d_gemm_1x1 "},
+		{14, 14, 1, " conv2d_gemm_1x1 "},
 		{28, 28, 1, " conv2d_gemm_1x1 "},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
