@@ -41,6 +41,9 @@ bool kconv_nhwc_repack_per_call(const k_call *call, const kconv_geom *g);
 /* Such a kernel's weight source (call->in_source[1]) at prepare: *src the
  * caller's weight, *scale a malloc'ed copy of its O row scales or NULL. */
 air_status kconv_nhwc_weight_source(const k_call *call, int64_t O, const float **src, double **scale);
+/* Whether a GEMM conv kernel (1x1 or im2col) takes this conv2d_nhwc call:
+ * f32, a constant weight, something to multiply; *c its geometry. */
+bool kconv_nhwc_gemm_ok(const k_call *call, kconv_nhwc *c);
 /* The inputs of a conv2d_nhwc call after the weight: bias and residual (or NULL). */
 void kconv_nhwc_operands(const k_call *call, const kconv_nhwc *c, const float **bias, const float **res);
 /* The weight as packed GEMM B blocks of up to nb_want output channels,
@@ -52,6 +55,8 @@ air_status kconv_nhwc_pack_weight(const k_call *call, const kconv_geom *g, int64
 void kconv_nhwc_packed_release(void *prepared);
 size_t kconv_nhwc_repack_bytes(const void *prepared, const kconv_geom *g);
 kgemm_packed_b *const *kconv_nhwc_weight_blocks(const k_call *call, const kconv_geom *g, char **ws);
+/* The blocking kconv_nhwc_pack_weight chose: nblk blocks of nb channels. */
+void kconv_nhwc_weight_blocking(const void *prepared, int64_t *nblk, int64_t *nb);
 /* Bytes of the weight copy that the 1x1 or im2col kernel's prepare made
  * (next to nothing when it re-packs the weight on every call); in
  * *source_bytes, the bytes of caller memory it reads on every call instead
