@@ -34,6 +34,11 @@ void kconv_transpose_add(const float *x, int64_t ldx, float *y, int64_t ldy, int
 			 const float *res, int64_t ldr);
 /* anything else: NHWC im2col in row blocks + GEMM with packed weights. */
 extern const k_kernel kfast_conv2d_nhwc_im2col;
+/* The same for the NCHW conv2d op (spatial, ungrouped, no residual), which
+ * it runs channels-last inside: each task transposes the input rows its
+ * pixels read into a band in L2, and its output back out of L2
+ * (conv_nhwc_im2col.c). */
+extern const k_kernel kfast_conv2d_im2col_channels_last;
 /* Whether a GEMM conv kernel re-packs its weight on every call instead of
  * holding a packed copy (conv_nhwc.c: low memory, a weight source, at least
  * 512 output pixels); kconv_geom from the compile-time call. */

@@ -26,11 +26,22 @@ typedef struct i2c_plan {
 	int64_t rc, nrc;    /* rows per chunk, chunks */
 	int64_t bpg, ncg;   /* column blocks per task, column ranges */
 	size_t col_bytes, slot_bytes;
+	size_t out_bytes;  /* NCHW: a task's output, channels-last, to transpose */
+	size_t band_bytes; /* NCHW: the input rows a task reads, channels-last */
 } i2c_plan;
+
+/* The input rows [*ih0, *ih1) (within the image) that output pixels [r0,
+ * r1) of an image read. */
+static void band_rows(const kconv_geom *g, int64_t r0, int64_t r1, int64_t *ih0, int64_t *ih1)
+{
+	int64_t lo = r0 / g->OW * g->sh - g->ph, hi = (r1 - 1) / g->OW * g->sh - g->ph + (g->KH - 1) * g->dh + 1;
+	*ih0 = lo < 0 ? 0 : lo;
+	*ih1 = hi > g->H ? g->H : hi;
+}
 
 /* Depends only on the geometry and the thread count: the workspace size
  * and the run must agree. */
-static i2c_plan make_plan(const kconv_geom *g, int nthreads)
+static i2c_plan make_plan(const kconv_geom *g, int nchw, int nthreads)
 {
 	i2c_plan p;
 	p.K = g->KH * g->KW * g->Cg;
@@ -54,17 +65,24 @@ static i2c_plan make_plan(const kconv_geom *g, int nthreads)
 	p.bpg = ncg > 0 && nblk > 0 ? k_cdiv(nblk, ncg) : 1;
 	p.ncg = nblk > 0 ? k_cdiv(nblk, p.bpg) : 0;
 	p.col_bytes = k_align64(sizeof(float) * (size_t)(p.rc * p.K));
-	p.slot_bytes = p.col_bytes + k_align64(kgemm_packed_workspace_bytes(p.rc, nb, p.K, 1));
+	p.out_bytes = nchw ? k_align64(sizeof(float) * (size_t)(p.rc * g->O)) : 0;
+	/* rc pixels span at most rc / OW + 2 output rows */
+	int64_t out_rows = k_min64(g->OH, p.rc / (g->OW > 0 ? g->OW : 1) + 2);
+	int64_t in_rows = k_min64(g->H, (out_rows - 1) * g->sh + (g->KH - 1) * g->dh + 1);
+	p.band_bytes = nchw ? k_align64(sizeof(float) * (size_t)(in_rows * g->W * g->C)) : 0;
+	p.slot_bytes = p.col_bytes + p.out_bytes + p.band_bytes +
+		       k_align64(kgemm_packed_workspace_bytes(p.rc, nb, p.K, 1));
 	return p;
 }
-
-/* Row pix of col for group grp: for each tap (ki, kj) the Cg channels of
- * x under it, zeros where it falls in the padding. */
-static void im2col_row(const kconv_geom *g, const float *x, int64_t pix, int64_t grp, float *dst)
+/* Row r (a pixel of its image) of col for group grp: for each tap (ki, kj)
+ * the Cg channels of the image under it, zeros where it falls in the
+ * padding. xi holds the image's rows from ih0 on, channels-last (any row
+ * a tap of this pixel reads must be there). */
+static void im2col_row(const kconv_geom *g, const float *xi, int64_t ih0, int64_t r, int64_t grp, float *dst)
 {
-	const int64_t P = g->OH * g->OW, C = g->C, Cg = g->Cg, W = g->W, KW = g->KW;
-	const int64_t n = pix / P, r = pix % P, oh = r / g->OW, ow = r % g->OW;
-	const float *xi = x + n * g->H * W * C + grp * Cg;
+	const int64_t C = g->C, Cg = g->Cg, W = g->W, KW = g->KW;
+	const int64_t oh = r / g->OW, ow = r % g->OW;
+	xi += grp * Cg;
 	const int64_t iw0 = ow * g->sw - g->pw;
 	for (int64_t ki = 0; ki < g->KH; ki++, dst += KW * Cg) {
 		int64_t ih = oh * g->sh - g->ph + ki * g->dh;
@@ -72,7 +90,7 @@ static void im2col_row(const kconv_geom *g, const float *x, int64_t pix, int64_t
 			memset(dst, 0, sizeof(float) * (size_t)(KW * Cg));
 			continue;
 		}
-		const float *xr = xi + ih * W * C;
+		const float *xr = xi + (ih - ih0) * W * C;
 		if (g->G == 1 && g->dw == 1) {
 			/* the row's taps are one contiguous run of x */
 			int64_t lo = iw0 < 0 ? -iw0 : 0, hi = W - iw0 < KW ? W - iw0 : KW;
@@ -100,8 +118,22 @@ typedef struct i2c_job {
 	int64_t nblk, nb;
 	const float *x, *bias, *res;
 	float *y;
+	int nchw; /* y is NCHW: each task writes channels-last into its slot */
 	char *ws;
 } i2c_job;
+
+/* Rows [m0, m0 + rows) of the channels-last output out (row stride O),
+ * columns [o0, o1), into NCHW y: per image, a transpose of its pixels. */
+static void store_nchw(const kconv_geom *g, const float *out, int64_t m0, int64_t rows, int64_t o0, int64_t o1,
+		       float *y)
+{
+	const int64_t P = g->OH * g->OW;
+	for (int64_t m = m0; m < m0 + rows;) {
+		int64_t n = m / P, r = m % P, seg = k_min64(P - r, m0 + rows - m);
+		kconv_transpose(out + (m - m0) * g->O + o0, g->O, y + (n * g->O + o0) * P + r, P, seg, o1 - o0);
+		m += seg;
+	}
+}
 
 static void i2c_task(void *ctx, int64_t t, int thread)
 {
@@ -114,19 +146,37 @@ static void i2c_task(void *ctx, int64_t t, int thread)
 		return;
 	char *slot = j->ws + (size_t)thread * p->slot_bytes;
 	float *col = (float *)slot;
-	for (int64_t r = 0; r < rows; r++)
-		im2col_row(g, j->x, m0 + r, grp, col + r * p->K);
-	int64_t jb1 = k_min64(j->nblk, (cg + 1) * p->bpg);
-	for (int64_t jb = cg * p->bpg; jb < jb1; jb++) {
+	/* NCHW: the output rows m0.. at out, as if y started m0 rows earlier */
+	float *out = j->nchw ? (float *)(slot + p->col_bytes) : j->y + m0 * g->O;
+	float *band = (float *)(slot + p->col_bytes + p->out_bytes);
+	const int64_t P = g->OH * g->OW, HW = g->H * g->W;
+	for (int64_t m = m0; m < m0 + rows;) {
+		/* the chunk's pixels of one image */
+		int64_t n = m / P, r0 = m % P, seg = k_min64(P - r0, m0 + rows - m), ih0 = 0, ih1;
+		const float *xi = j->x + n * HW * g->C;
+		if (j->nchw) {
+			band_rows(g, r0, r0 + seg, &ih0, &ih1);
+			if (ih1 > ih0)
+				kconv_transpose(xi + ih0 * g->W, HW, band, g->C, g->C, (ih1 - ih0) * g->W);
+			xi = band;
+		}
+		for (int64_t q = 0; q < seg; q++)
+			im2col_row(g, xi, ih0, r0 + q, grp, col + (m - m0 + q) * p->K);
+		m += seg;
+	}
+	int64_t jb0 = cg * p->bpg, jb1 = k_min64(j->nblk, (cg + 1) * p->bpg);
+	for (int64_t jb = jb0; jb < jb1; jb++) {
 		int64_t o0 = grp * g->Og + jb * j->nb, no = k_min64(j->nb, g->Og - jb * j->nb);
 		k_epilogue ep = k_epilogue_none();
 		ep.bias_n = j->bias ? j->bias + o0 : NULL;
 		ep.residual = j->res ? j->res + m0 * g->O + o0 : NULL;
 		ep.ld_residual = g->O;
 		ep.act = j->c.act;
-		kgemm_f32_packed(rows, no, p->K, col, p->K, 1, j->b[grp * j->nblk + jb], j->y + m0 * g->O + o0, g->O,
-				 &ep, NULL, slot + p->col_bytes);
+		kgemm_f32_packed(rows, no, p->K, col, p->K, 1, j->b[grp * j->nblk + jb], out + o0, g->O, &ep, NULL,
+				 slot + p->col_bytes + p->out_bytes + p->band_bytes);
 	}
+	if (j->nchw && jb1 > jb0)
+		store_nchw(g, out, m0, rows, grp * g->Og + jb0 * j->nb, k_min64(grp * g->Og + jb1 * j->nb, g->O), j->y);
 }
 
 static bool i2c_supports(const k_call *call)
@@ -142,33 +192,80 @@ static air_status packed_prepare_blocks(const k_call *call, void **out)
 	return kconv_nhwc_pack_weight(call, &c.g, BLOCK_COLS, out);
 }
 
-static size_t i2c_ws(const k_call *call, int nthreads)
+/* The geometry of a call of either op: conv2d_nhwc, or (nchw) conv2d. */
+static air_status i2c_geom(const k_call *call, int nchw, kconv_nhwc *c)
+{
+	if (!nchw)
+		return kconv_nhwc_make(call, c);
+	AIR_TRY(kconv_geom_make(call, &c->g));
+	c->act = c->g.act;
+	c->has_residual = c->g.has_residual;
+	return AIR_OK;
+}
+
+static size_t workspace(const k_call *call, int nchw, int nthreads)
 {
 	kconv_nhwc c;
-	if (kconv_nhwc_make(call, &c) != AIR_OK)
+	if (i2c_geom(call, nchw, &c) != AIR_OK)
 		return 0;
 	nthreads = nthreads < 1 ? 1 : nthreads;
 	return kconv_nhwc_repack_bytes(call->prepared, &c.g) +
-	       (size_t)nthreads * make_plan(&c.g, nthreads).slot_bytes;
+	       (size_t)nthreads * make_plan(&c.g, nchw, nthreads).slot_bytes;
 }
 
-static air_status i2c_run(const k_call *call)
+static air_status run(const k_call *call, int nchw)
 {
 	i2c_job j;
-	AIR_TRY(kconv_nhwc_make(call, &j.c));
+	AIR_TRY(i2c_geom(call, nchw, &j.c));
 	const kconv_geom *g = &j.c.g;
 	if (call->out[0].numel == 0)
 		return AIR_OK;
-	j.p = make_plan(g, rt_pool_size(call->pool));
+	j.p = make_plan(g, nchw, rt_pool_size(call->pool));
 	j.ws = call->workspace;
 	j.b = kconv_nhwc_weight_blocks(call, g, &j.ws);
 	kconv_nhwc_weight_blocking(call->prepared, &j.nblk, &j.nb);
 	kconv_nhwc_operands(call, &j.c, &j.bias, &j.res);
 	j.x = call->in[0].data;
 	j.y = call->out[0].data;
+	j.nchw = nchw;
 	rt_pool_run(call->pool, g->G * j.p.nrc * j.p.ncg, i2c_task, &j);
 	return AIR_OK;
 }
 
+static size_t i2c_ws(const k_call *call, int nthreads) { return workspace(call, 0, nthreads); }
+static air_status i2c_run(const k_call *call) { return run(call, 0); }
+
 const k_kernel kfast_conv2d_nhwc_im2col = {"conv2d_nhwc_im2col_gemm", 0, i2c_supports, packed_prepare_blocks,
 					   kconv_nhwc_packed_release, i2c_ws, i2c_run};
+
+/* ---- the NCHW conv2d op, run channels-last inside ---------------------------- */
+
+/* Spatial, strided convs left in NCHW by the layout pass (alone in their
+ * graph: see layout.c's conv_is_strong) were im2col GEMMs over NCHW col,
+ * whose every tap row is a strided gather. Channels-last, the NHWC kernel
+ * is 1.3-1.4x faster on ResNet-50's 3x3 stride-2 shapes (bench_conv
+ * --layout), more than the transposes in and out cost. Its residual would
+ * be NCHW and must be added before the activation, which the channels-last
+ * GEMM cannot do: such convs stay with the NCHW im2col. */
+static bool cl_supports(const k_call *call)
+{
+	kconv_nhwc c;
+	if (!k_all_f32(call) || !call->in_const || !call->in_const[1] || i2c_geom(call, 1, &c) != AIR_OK)
+		return false;
+	const kconv_geom *g = &c.g;
+	return g->O > 0 && g->C > 0 && g->G == 1 && !c.has_residual && g->KH * g->KW > 1 &&
+	       g->N * g->OH * g->OW > 0;
+}
+
+static air_status cl_prepare(const k_call *call, void **out)
+{
+	kconv_nhwc c;
+	AIR_TRY(i2c_geom(call, 1, &c));
+	return kconv_nhwc_pack_weight(call, &c.g, BLOCK_COLS, out);
+}
+
+static size_t cl_ws(const k_call *call, int nthreads) { return workspace(call, 1, nthreads); }
+static air_status cl_run(const k_call *call) { return run(call, 1); }
+
+const k_kernel kfast_conv2d_im2col_channels_last = {"conv2d_im2col_channels_last", 0, cl_supports, cl_prepare,
+						    kconv_nhwc_packed_release, cl_ws, cl_run};

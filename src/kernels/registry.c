@@ -36,7 +36,8 @@ static const k_kernel *const elu[] = {&kfast_elu_vmath, NULL};
 KFAST_VMATH_OPS(VMATH_LIST_)
 #undef VMATH_LIST_
 static const k_kernel *const conv2d[] = {&kfast_conv2d_depthwise,	 &kfast_conv2d_1x1_t, &kfast_conv2d_1x1,
-					 &kfast_conv2d_implicit_nchw, &kfast_conv2d_im2col, NULL};
+					 &kfast_conv2d_implicit_nchw, &kfast_conv2d_im2col_channels_last,
+					 &kfast_conv2d_im2col, NULL};
 
 const k_kernel *const *kreg_fast_kernels(int op)
 {
@@ -74,5 +75,6 @@ bool kreg_prepared_replaces_input(const k_kernel *k, int input)
 		return false;
 	return k == &kfast_linear_packed || k == &kfast_conv2d_nhwc_1x1 || k == &kfast_conv2d_nhwc_im2col ||
 	       k == &kfast_conv2d_nhwc_implicit || k == &kfast_conv2d_implicit_nchw ||
+	       k == &kfast_conv2d_im2col_channels_last ||
 	       k == &kfast_conv2d_nhwc_winograd || k == &kfast_conv2d_nhwc_depthwise || k == &kfast_conv2d_1x1_t;
 }

@@ -178,6 +178,7 @@ static size_t prepared_bytes(const air_model *m, const rt_step *st, int *estimat
 		return kgemm_packed_b_bytes(st->prepared);
 	if (st->kernel == &kfast_conv2d_nhwc_1x1 || st->kernel == &kfast_conv2d_nhwc_im2col ||
 	    st->kernel == &kfast_conv2d_nhwc_implicit || st->kernel == &kfast_conv2d_implicit_nchw ||
+	    st->kernel == &kfast_conv2d_im2col_channels_last ||
 	    st->kernel == &kfast_conv2d_1x1_t)
 		return kconv_nhwc_prepared_bytes(st->prepared, source);
 	if (st->kernel == &kfast_conv2d_nhwc_winograd)

@@ -244,6 +244,63 @@ static void test_conv2d_narrow(void)
 	}
 }
 
+/* Spatial convs with a constant weight, one group and no residual run
+ * channels-last inside the NCHW op (conv_nhwc_im2col.c): the kernel is the
+ * one chosen, and its values are test_conv_case's. Pixel chunks that span
+ * two images, several chunks, channel blocks split between tasks (130 >
+ * 128 on a small map), channel counts off the 8 x 8 transpose blocks,
+ * strides, dilation, a non-square kernel (all strided: alone, a stride-1
+ * spatial conv goes channels-last through the layout pass). A residual, a grouped conv or a
+ * weight that is not constant keep the NCHW im2col. */
+static const conv_case channels_last_cases[] = {
+	{2, 17, 10, 12, 130, 3, 3, {2, 1}, {0, 2}, {1, 1}, 1, 1},
+	{3, 20, 9, 11, 130, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 0},
+	{2, 64, 30, 28, 37, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 1},
+	{1, 12, 13, 8, 9, 3, 2, {2, 1}, {2, 0}, {2, 3}, 1, 1},
+};
+
+static void test_conv2d_channels_last(void)
+{
+	for (size_t i = 0; i < sizeof channels_last_cases / sizeof channels_last_cases[0]; i++) {
+		const conv_case *c = &channels_last_cases[i];
+		test_conv_case(AIR_F32, c, 1);
+		float *x = calloc((size_t)(c->N * c->C * c->H * c->W), sizeof(float));
+		float *w = calloc((size_t)(c->O * c->C * c->KH * c->KW), sizeof(float)), *b = calloc((size_t)c->O, 4);
+		th_arg args[3] = {th_make(AIR_F32, x, 4, (int64_t[]){c->N, c->C, c->H, c->W}),
+				  th_make(AIR_F32, w, 4, (int64_t[]){c->O, c->C, c->KH, c->KW}),
+				  th_make(AIR_F32, b, 1, (int64_t[]){c->O})};
+		air_attr attrs[5];
+		conv_attrs_of(c, attrs);
+		for (int wconst = 0; wconst < 2; wconst++) {
+			args[1].constant = args[2].constant = wconst;
+			air_model *m = th_compile("conv2d", args, 2 + c->bias, attrs, 5, 0);
+			CHECK(m && strstr(air_model_report(m), wconst ? " conv2d_im2col_channels_last "
+								       : " conv2d_im2col_gemm "));
+			air_model_destroy(m);
+		}
+		free(x), free(w), free(b);
+	}
+	/* with a residual (here as in test_conv2d_epilogue), the NCHW im2col */
+	const conv_case *c = &channels_last_cases[0];
+	int64_t OH = out_size(c->H, c->KH, c->p[0], c->s[0], c->d[0], 0);
+	int64_t OW = out_size(c->W, c->KW, c->p[1], c->s[1], c->d[1], 0);
+	float *x = calloc((size_t)(c->N * c->C * c->H * c->W), sizeof(float));
+	float *w = calloc((size_t)(c->O * c->C * c->KH * c->KW), sizeof(float));
+	float *r = calloc((size_t)(c->N * c->O * OH * OW), sizeof(float));
+	th_arg args[3] = {th_make(AIR_F32, x, 4, (int64_t[]){c->N, c->C, c->H, c->W}),
+			  th_make(AIR_F32, w, 4, (int64_t[]){c->O, c->C, c->KH, c->KW}),
+			  th_make(AIR_F32, r, 4, (int64_t[]){c->N, c->O, OH, OW})};
+	args[1].constant = 1;
+	air_attr attrs[6];
+	conv_attrs_of(c, attrs);
+	attrs[4] = th_int("has_bias", 0);
+	attrs[5] = th_int("has_residual", 1);
+	air_model *m = th_compile("conv2d", args, 3, attrs, 6, 0);
+	CHECK(m && strstr(air_model_report(m), " conv2d_im2col_gemm "));
+	air_model_destroy(m);
+	free(x), free(w), free(r);
+}
+
 /* Which kernel takes a 1x1: the transposed product on a 7x7 map (a
  * constant weight only: it packs it), the direct GEMM elsewhere, 14x14
  * included (196 pixels: the direct kernel's last tile is at most half
@@ -838,6 +895,7 @@ int main(void)
 	test_conv2d_narrow();
 	test_conv2d();
 	test_conv2d_pointwise_choice();
+	test_conv2d_channels_last();
 	test_conv2d_symbolic();
 	test_conv2d_epilogue();
 	test_batch_norm();
