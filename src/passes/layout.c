@@ -113,8 +113,8 @@ static bool conv_is_pointwise(const air_graph *g, const ir_node *n)
 
 /* A conv of a narrow input (the stem's 3 channels) without a residual:
  * the implicit GEMM runs it in NCHW as fast as in NHWC (it builds its
- * input band channels-last itself and transposes each output row out of
- * L1), so it too is not worth two permutes on its own. Inside a region
+ * input band channels-last itself and transposes its output back), so it
+ * too is not worth two permutes on its own. Inside a region
  * that other convs make NHWC, it runs NHWC like the rest. */
 static bool conv_is_narrow(const air_graph *g, const ir_node *n)
 {
