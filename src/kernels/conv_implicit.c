@@ -24,8 +24,10 @@
  * permutes: the one after it (64 x 112 x 112, written to memory and read
  * back) cost 0.55-0.65 ms, a third of the conv. Transposing each output
  * row as it was done wrote 64 planes 448 bytes at a time: 1.14 ms a stem
- * (C medians, bench_conv --layout) against 0.92-0.97 for the band's 7
- * rows at once (3 KiB runs per plane), and 0.76 in NHWC. */
+ * (C medians, bench_conv --layout) against 0.92-0.97 for a band of 7
+ * rows at once (3 KiB runs per plane), 0.89-0.90 for 14 rows (see
+ * make_plan), and 0.73-0.78 in NHWC. Spreading a row's transpose, 8
+ * channels at a time, between the next row's tiles was worse: 1.12-1.20. */
 #include <string.h>
 
 #include "core/error.h"
@@ -52,11 +54,14 @@ static imp_plan make_plan(const kconv_geom *g, int nchw, int nthreads)
 {
 	imp_plan p;
 	p.Wp = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1;
-	/* bands small enough that the padded input rows stay in L1/L2 and there
-	 * are several tasks per thread even at batch 1 */
+	/* bands small enough that the padded input rows stay in L1/L2, and
+	 * four tasks per thread at batch 1: the NCHW form transposes a band's
+	 * output at once, and the stem's took 0.89-0.90 ms (C medians) in
+	 * bands of 14 rows against 0.92-0.97 in 7 (NHWC level); in 23 rows,
+	 * 5 tasks for 2 threads, 1.11 */
 	int64_t per_row = g->sh * p.Wp * g->C;
 	int64_t band = per_row > 0 ? BAND_FLOATS / per_row : g->OH;
-	int64_t want = k_cdiv(g->N * g->OH, 8 * (int64_t)(nthreads > 0 ? nthreads : 1));
+	int64_t want = k_cdiv(g->N * g->OH, 4 * (int64_t)(nthreads > 0 ? nthreads : 1));
 	band = band < want ? band : want;
 	p.band = band < 1 ? 1 : band > g->OH ? g->OH : band;
 	p.bands = p.band ? k_cdiv(g->OH, p.band) : 0;
