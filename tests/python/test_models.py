@@ -182,6 +182,40 @@ def test_instance_norm_with_dynamic_batch():
     assert eager_ops == [], "\n".join(str(r) for r in reports)
 
 
+class _ResidualBlock(torch.nn.Module):
+    """A ResNet basic block: two 3x3 convs with batch norms, the input added back."""
+
+    def __init__(self, c: int):
+        super().__init__()
+        self.c1, self.b1 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False), torch.nn.BatchNorm2d(c)
+        self.c2, self.b2 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False), torch.nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return torch.relu(x + self.b2(self.c2(torch.relu(self.b1(self.c1(x))))))
+
+
+def test_symbolic_batch_keeps_winograd():
+    """A second batch size makes dynamo recompile with a symbolic batch (its
+    automatic dynamic shapes); the 3x3 convs still take Winograd, which needs
+    32 tiles of 2x2 pixels: a 16x16 map has 64 in every image, whatever the
+    batch. The answers hold for batches of 2, 3 and 5 (a batch of 1 would
+    compile again: dynamo specializes sizes 0 and 1)."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = _ResidualBlock(32).eval()
+    compiled, reports = compile_recording(model)
+    with torch.no_grad():
+        for n in (2, 3, 5):
+            x = torch.randn(n, 32, 16, 16)
+            ok, detail = check_accuracy(compiled(x), model(x), copy.deepcopy(model).double()(x.double()))
+            assert ok, detail
+    assert len(reports) == 2, "\n".join(str(r) for r in reports)
+    symbolic = reports[-1].subgraphs[0].air_report
+    assert "f32[s" in symbolic, symbolic  # the batch is a symbol
+    assert symbolic.count("conv2d_nhwc_winograd_f2x3") == 2, symbolic
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+
+
 class _UpDecoder(torch.nn.Module):
     """A U-Net decoder step: a transposed convolution doubles the map, the skip
     joins it, a convolution mixes them."""
