@@ -105,6 +105,57 @@ static air_status apply(air_dim_op op, int64_t a, int64_t b, int64_t *out)
 	return AIR_OK;
 }
 
+/* The constant offset of expression a, if it is e + c or e - c (a
+ * constant c): *base = e, *off = +-c; else a itself and 0. */
+static void split_offset(const air_graph *g, air_dim a, air_dim *base, int64_t *off)
+{
+	*base = a;
+	*off = 0;
+	if (a >= 0)
+		return;
+	const ir_expr *x = &g->exprs[-a - 1];
+	if (x->kind == IR_EXPR_BINARY && (x->op == AIR_DIM_ADD || x->op == AIR_DIM_SUB) && x->b >= 0) {
+		*base = x->a;
+		*off = x->op == AIR_DIM_ADD ? x->b : -x->b;
+	}
+}
+
+/* e + off for an expression e, as e + c or e - c with the constant folded
+ * into any offset e already has: shape formulas chain offsets (a conv's
+ * (H + 2p - k) // s + 1, then the next layer's + 2p - k), and two that
+ * differ only in how they got there must come out as the same expression,
+ * or the passes cannot tell that a residual has the output's shape. It
+ * changes no value that evaluates: the sum's intermediate terms may go
+ * negative where the folded one does not (that was an error, not a size). */
+static air_status offset_expr(air_graph *g, air_dim e, int64_t off, air_dim *out)
+{
+	if (e >= 0) {
+		int64_t v;
+		if (__builtin_add_overflow(e, off, &v))
+			return overflow(e, "+", off);
+		if (v < 0)
+			return air_error(AIR_SHAPE_MISMATCH, "dim expression is negative (%lld)", (long long)v);
+		*out = v;
+		return AIR_OK;
+	}
+	air_dim base;
+	int64_t own;
+	split_offset(g, e, &base, &own);
+	int64_t sum;
+	if (own != 0 && !__builtin_add_overflow(own, off, &sum)) {
+		e = base;
+		off = sum;
+	}
+	if (off == 0) {
+		*out = e;
+		return AIR_OK;
+	}
+	if (off == INT64_MIN)
+		return air_error(AIR_SHAPE_MISMATCH, "dim expression offset overflows");
+	ir_expr x = {IR_EXPR_BINARY, off > 0 ? AIR_DIM_ADD : AIR_DIM_SUB, e, off > 0 ? off : -off, -1};
+	return new_expr(g, x, out);
+}
+
 static bool valid_dim(const air_graph *g, air_dim d)
 {
 	return d >= 0 || -(d + 1) < g->n_exprs; /* not -d - 1: d may be INT64_MIN */
@@ -155,6 +206,24 @@ air_status air_graph_dim_expr(air_graph *g, air_dim_op op, air_dim a, air_dim b,
 	case AIR_DIM_MIN: case AIR_DIM_MAX:
 		if (a == b) { *out = a; return AIR_OK; }
 		break;
+	}
+	/* constant offsets fold into one (see offset_expr) */
+	if (op == AIR_DIM_ADD && a >= 0)
+		return offset_expr(g, b, a, out);
+	if (op == AIR_DIM_ADD && b >= 0)
+		return offset_expr(g, a, b, out);
+	if (op == AIR_DIM_SUB && b >= 0)
+		return offset_expr(g, a, -b, out);
+	/* (e + c) // s is e // s + c / s when s divides c, for any integer e */
+	if (op == AIR_DIM_FLOORDIV && b > 0) {
+		air_dim base;
+		int64_t off;
+		split_offset(g, a, &base, &off);
+		if (off != 0 && off % b == 0) {
+			air_dim q;
+			AIR_TRY(air_graph_dim_expr(g, op, base, b, &q));
+			return offset_expr(g, q, off / b, out);
+		}
 	}
 	ir_expr e = {IR_EXPR_BINARY, op, a, b, -1};
 	return new_expr(g, e, out);

@@ -610,6 +610,40 @@ static void test_dims(void)
 	CHECK(strstr(buf, "max") && strstr(buf, "batch") && strstr(buf, "seq"));
 	CHECK_OK(air_graph_dim_string(g, expr(g, AIR_DIM_FLOORDIV, s1, 4), buf, sizeof buf));
 	CHECK(strcmp(buf, "seq//4") == 0);
+	/* constant offsets fold into one: the stem's (H + 6 - 7) // 2 + 1 and
+	 * a 1x1 stride-2 conv's (H - 1) // 2 + 1 are one expression, so a pass
+	 * can tell that a residual has a conv's output shape */
+	air_dim stem = expr(g, AIR_DIM_ADD,
+			    expr(g, AIR_DIM_FLOORDIV, expr(g, AIR_DIM_SUB, expr(g, AIR_DIM_ADD, s1, 6), 7), 2), 1);
+	air_dim down = expr(g, AIR_DIM_ADD, expr(g, AIR_DIM_FLOORDIV, expr(g, AIR_DIM_SUB, s1, 1), 2), 1);
+	CHECK(stem == down && stem < 0);
+	/* the next 3x3 conv (+ 2 - 3, // 1, + 1) gives the same dim back */
+	air_dim same = expr(g, AIR_DIM_ADD,
+			    expr(g, AIR_DIM_FLOORDIV, expr(g, AIR_DIM_SUB, expr(g, AIR_DIM_ADD, stem, 2), 3), 1), 1);
+	CHECK(same == stem);
+	CHECK(expr(g, AIR_DIM_SUB, expr(g, AIR_DIM_ADD, s0, 5), 5) == s0);
+	CHECK(expr(g, AIR_DIM_ADD, 3, expr(g, AIR_DIM_SUB, s0, 3)) == s0);
+	CHECK(expr(g, AIR_DIM_ADD, expr(g, AIR_DIM_ADD, s0, 2), 3) == expr(g, AIR_DIM_ADD, s0, 5));
+	CHECK(expr(g, AIR_DIM_SUB, expr(g, AIR_DIM_SUB, s0, 2), 3) == expr(g, AIR_DIM_SUB, s0, 5));
+	CHECK(expr(g, AIR_DIM_ADD, expr(g, AIR_DIM_SUB, s0, 2), 5) == expr(g, AIR_DIM_ADD, s0, 3));
+	/* (e + 4) // 2 is e // 2 + 2; with an offset 2 does not divide, not */
+	CHECK(expr(g, AIR_DIM_FLOORDIV, expr(g, AIR_DIM_ADD, s0, 4), 2) ==
+	      expr(g, AIR_DIM_ADD, expr(g, AIR_DIM_FLOORDIV, s0, 2), 2));
+	CHECK(expr(g, AIR_DIM_FLOORDIV, expr(g, AIR_DIM_ADD, s0, 3), 2) !=
+	      expr(g, AIR_DIM_ADD, expr(g, AIR_DIM_FLOORDIV, s0, 2), 1));
+	/* the values are the unfolded formulas' wherever those evaluate */
+	air_dim odd = expr(g, AIR_DIM_FLOORDIV, expr(g, AIR_DIM_SUB, expr(g, AIR_DIM_ADD, s0, 3), 7), 2);
+	for (int64_t v = 0; v < 40; v++) {
+		int64_t sym[4] = {v, v, v, v}, got = -1;
+		if (v < 1) {
+			CHECK(ir_dim_eval(g, stem, sym, &got) != AIR_OK);
+		} else {
+			CHECK(ir_dim_eval(g, stem, sym, &got) == AIR_OK && got == (v + 6 - 7) / 2 + 1);
+		}
+		CHECK((ir_dim_eval(g, odd, sym, &got) == AIR_OK) == (v >= 4));
+		if (v >= 4)
+			CHECK(got == (v + 3 - 7) / 2);
+	}
 	/* a tiny buffer still gets a terminated string */
 	char tiny[4];
 	memset(tiny, 'x', sizeof tiny);
