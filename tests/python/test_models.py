@@ -216,6 +216,25 @@ def test_symbolic_batch_keeps_winograd():
     assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
 
 
+def test_symbolic_image_size_takes_winograd():
+    """With dynamic=True the image size is a symbol too: the 3x3 convs take
+    Winograd (their tile count is unknown; see conv_winograd.c), and the
+    answers hold at two image sizes from the one compile, odd sizes included."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = _ResidualBlock(16).eval()
+    compiled, reports = compile_recording(model, dynamic=True)
+    with torch.no_grad():
+        for shape in ((2, 16, 12, 10), (3, 16, 9, 15)):
+            x = torch.randn(*shape)
+            ok, detail = check_accuracy(compiled(x), model(x), copy.deepcopy(model).double()(x.double()))
+            assert ok, detail
+    assert len(reports) == 1, "\n".join(str(r) for r in reports)
+    air = reports[0].subgraphs[0].air_report
+    assert air.count("conv2d_nhwc_winograd_f2x3") == 2, air
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+
+
 class _UpDecoder(torch.nn.Module):
     """A U-Net decoder step: a transposed convolution doubles the map, the skip
     joins it, a convolution mixes them."""
