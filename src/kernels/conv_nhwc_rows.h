@@ -28,6 +28,9 @@ typedef void (*knhwc_avg_fn)(const float *x, int64_t W, int64_t C, int64_t h0, i
  * (floats only), y[j * ldy + i] = x[i * ldx + j] + res[j * ldr + i]. */
 typedef void (*knhwc_tr8_fn)(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy, const float *res,
 			     int64_t ldr);
+/* m[i] = max(m[i], v[i]) for i < n, NaN winning and ties keeping m, as in
+ * knhwc_max: one window tap of the NCHW max pool (pool_nchw.c). */
+typedef void (*knhwc_vmax_fn)(float *m, const float *v, int64_t n);
 
 #define KNHWC_DECLARE(sfx)                                                                                  \
 	void knhwc_dw_row__##sfx(const kconv_geom *g, const float *x, const float *wt, const float *bias,    \
@@ -37,7 +40,8 @@ typedef void (*knhwc_tr8_fn)(const uint32_t *x, int64_t ldx, uint32_t *y, int64_
 	void knhwc_avg__##sfx(const float *x, int64_t W, int64_t C, int64_t h0, int64_t h1, int64_t w0,      \
 			      int64_t w1, float scale, float *y);                                            \
 	void knhwc_tr8__##sfx(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy, const float *res,      \
-			      int64_t ldr);
+			      int64_t ldr);                                                                  \
+	void knhwc_vmax__##sfx(float *m, const float *v, int64_t n);
 KNHWC_DECLARE(portable)
 KNHWC_DECLARE(avx2)
 KNHWC_DECLARE(avx512)
@@ -210,6 +214,14 @@ void KNHWC_FN(knhwc_dw_row)(const kconv_geom *g, const float *x, const float *wt
 				KNHWC_FN(knhwc_dw_pixel)(g, x0, wt, bias, res ? res + q * C : NULL, y + q * C, ow + q, c, k0,
 							 k1, simple);
 		ow += 4;
+	}
+}
+
+void KNHWC_FN(knhwc_vmax)(float *restrict m, const float *restrict v, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float a = v[i], b = m[i];
+		m[i] = (a > b || a != a) ? a : b;
 	}
 }
 

@@ -10,6 +10,7 @@
 #include "kernels/fused_fast.h"
 #include "kernels/linalg_fast.h"
 #include "kernels/linear_rows.h"
+#include "kernels/pool_nchw.h"
 #include "kernels/rowops_fast.h"
 #include "ops/op.h"
 
@@ -24,6 +25,7 @@ static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_depthwise, &kfa
 						&kfast_conv2d_nhwc_im2col, NULL};
 static const k_kernel *const permute[] = {&kfast_permute_nchw_nhwc, NULL};
 static const k_kernel *const max_pool2d_nhwc[] = {&kfast_max_pool2d_nhwc, NULL};
+static const k_kernel *const max_pool2d[] = {&kfast_max_pool2d_rows, NULL};
 static const k_kernel *const avg_pool2d_nhwc[] = {&kfast_avg_pool2d_nhwc, NULL};
 static const k_kernel *const adaptive_avg_pool2d_nhwc[] = {&kfast_adaptive_avg_pool2d_nhwc, NULL};
 static const k_kernel *const fused[] = {&kfast_fused_elementwise, NULL};
@@ -51,6 +53,7 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_conv2d_nhwc: return conv2d_nhwc;
 	case OP_permute: return permute;
 	case OP_max_pool2d_nhwc: return max_pool2d_nhwc;
+	case OP_max_pool2d: return max_pool2d;
 	case OP_avg_pool2d_nhwc: return avg_pool2d_nhwc;
 	case OP_adaptive_avg_pool2d_nhwc: return adaptive_avg_pool2d_nhwc;
 	case OP_fused_elementwise: return fused;

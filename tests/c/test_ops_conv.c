@@ -573,6 +573,62 @@ static void test_pools(void)
 
 /* max_pool2d in ceil mode with symbolic H and W: the "last window starts
  * inside" correction must hold as an expression. */
+/* The fast NCHW max pool (pool_nchw.c) takes every f32 max_pool2d and gives
+ * the reference's values bit for bit: inputs of -1, -0, +0, 1 and NaN make
+ * ties between the zeros (the first one met stays) and NaN windows, over
+ * strides, padding, dilation and ceil mode. */
+static void test_max_pool_rows(void)
+{
+	static const pool_case cases[] = {
+		{{2, 3}, 13, 17, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 0, 1, 0},
+		{{1, 4}, 12, 9, {2, 2}, {2, 2}, {0, 0}, {1, 1}, 1, 1, 0},
+		{{1, 2}, 11, 7, {3, 2}, {2, 1}, {1, 0}, {2, 3}, 1, 1, 0},
+		{{2, 5}, 13, 17, {4, 3}, {3, 4}, {2, 1}, {1, 1}, 1, 1, 0},
+		{{-1, 3}, 40, 37, {5, 5}, {1, 3}, {2, 2}, {1, 1}, 0, 1, 0},
+	};
+	static const float vals[5] = {-1.0f, -0.0f, 0.0f, 1.0f, NAN};
+	int nan = 0, negzero = 0;
+	for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+		const pool_case *c = &cases[ci];
+		int rank;
+		int64_t xd[4], yd[4], OH, OW;
+		pool_shape(c, &rank, xd, yd, &OH, &OW, 0);
+		int64_t planes = (c->lead[0] >= 0 ? c->lead[0] : 1) * c->lead[1], nx = planes * c->H * c->W;
+		int64_t ny = planes * OH * OW;
+		float *x = malloc(sizeof(float) * (size_t)nx);
+		uint32_t seed = 12345;
+		for (int64_t i = 0; i < nx; i++) {
+			seed = seed * 1664525u + 1013904223u;
+			uint32_t r = seed >> 24;
+			x[i] = vals[r < 8 ? 4 : r % 4]; /* NaN about 1 in 32 */
+		}
+		th_arg args[1] = {th_make(AIR_F32, x, rank, xd)};
+		air_attr attrs[5] = {th_ints("kernel", c->k, 2), th_ints("stride", c->s, 2), th_ints("padding", c->p, 2),
+				     th_ints("dilation", c->d, 2), th_int("ceil_mode", c->ceil_mode)};
+		float *out[2] = {NULL, NULL};
+		for (int pass = 0; pass < 2; pass++) {
+			air_model *m = th_compile("max_pool2d", args, 1, attrs, 5, pass == 0 ? AIR_COMPILE_REFERENCE_KERNELS : 0);
+			CHECK(m != NULL);
+			if (!m)
+				continue;
+			if (pass == 1)
+				CHECK(strstr(air_model_report(m), " max_pool2d_rows ") != NULL);
+			int r;
+			int64_t got[AIR_MAX_RANK];
+			out[pass] = th_run(m, args, 1, &r, got);
+			CHECK(out[pass] && r == rank && got[rank - 1] == OW && got[rank - 2] == OH);
+			air_model_destroy(m);
+		}
+		CHECK(out[0] && out[1] && memcmp(out[0], out[1], sizeof(float) * (size_t)ny) == 0);
+		for (int64_t i = 0; out[1] && i < ny; i++) {
+			nan += out[1][i] != out[1][i];
+			negzero += out[1][i] == 0.0f && signbit(out[1][i]);
+		}
+		free(out[0]), free(out[1]), free(x);
+	}
+	CHECK(nan > 0 && negzero > 0); /* the cases reach both */
+}
+
 static void test_pool_symbolic(void)
 {
 	pool_case c = {{1, 2}, 1, 1, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 1, 0};
@@ -900,6 +956,7 @@ int main(void)
 	test_conv2d_epilogue();
 	test_batch_norm();
 	test_pools();
+	test_max_pool_rows();
 	test_pool_symbolic();
 	test_adaptive_avg_pool2d();
 	test_col2im();
