@@ -36,6 +36,7 @@
 #include "kernels/kernel.h"
 #include "kernels/ref/linalg.h" /* kref_act_f64: the oracle's activations */
 #include "kernels/vmath.h"
+#include "runtime/bigmem.h"
 
 /* Cache blocks (in elements) of the portable kernel, and the AVX2 kernel's
  * mc and nc. kc x nr of B (16 KiB) stays in L1 next to a 6 x kc sliver of
@@ -301,7 +302,7 @@ air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int6
 	p->nr = uk->nr;
 	p->bytes = kgemm_align(nfloats * sizeof(float));
 	if (nfloats) {
-		p->data = aligned_alloc(KGEMM_ALIGN, p->bytes);
+		p->data = rt_big_alloc(p->bytes, KGEMM_ALIGN);
 		if (!p->data) {
 			size_t bytes = p->bytes;
 			free(p);

@@ -10,6 +10,7 @@
 #include "ops/op.h"
 #include "plan/arena.h"
 #include "plan/memplan.h"
+#include "runtime/bigmem.h"
 #include "runtime/model.h"
 
 struct air_session {
@@ -318,8 +319,8 @@ static air_status resolve(air_session *s)
 		free(s->arena);
 		s->arena = NULL;
 		s->arena_cap = 0;
-		if (posix_memalign(&s->arena, MP_ALIGN, need ? need : MP_ALIGN) != 0) {
-			s->arena = NULL;
+		s->arena = rt_big_alloc(need ? need : MP_ALIGN, MP_ALIGN);
+		if (!s->arena) {
 			return air_error(AIR_OUT_OF_MEMORY, "session: no memory for an arena of %zu bytes", need);
 		}
 		s->arena_cap = need;
