@@ -35,7 +35,7 @@
 #include "kernels/gemm_internal.h"
 
 /* Input channels up to which this kernel is chosen over im2col. */
-enum { IMPLICIT_MAX_C = 8, IMPLICIT_MAX_K = 1024, BAND_FLOATS = 32768 };
+enum { IMPLICIT_MAX_C = 8, IMPLICIT_MAX_K = 1024, BAND_FLOATS = 32768, OUT_BAND_BYTES = 1 << 20 };
 
 bool kconv_implicit_fits(int64_t C, int64_t G, int64_t KH, int64_t KW, int64_t dw)
 {
@@ -63,6 +63,11 @@ static imp_plan make_plan(const kconv_geom *g, int nchw, int nthreads)
 	int64_t band = per_row > 0 ? BAND_FLOATS / per_row : g->OH;
 	int64_t want = k_cdiv(g->N * g->OH, 4 * (int64_t)(nthreads > 0 ? nthreads : 1));
 	band = band < want ? band : want;
+	/* NCHW: the band's output, channels-last, within 1 MiB (a thread's
+	 * share of L2 next to the input band); one row at least */
+	int64_t out_row = g->OW * g->O * (int64_t)sizeof(float);
+	if (nchw && out_row > 0 && band > OUT_BAND_BYTES / out_row)
+		band = OUT_BAND_BYTES / out_row;
 	p.band = band < 1 ? 1 : band > g->OH ? g->OH : band;
 	p.bands = p.band ? k_cdiv(g->OH, p.band) : 0;
 	int64_t in_rows = (p.band - 1) * g->sh + (g->KH - 1) * g->dh + 1;

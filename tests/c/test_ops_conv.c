@@ -215,13 +215,15 @@ static void test_conv2d(void)
  * NCHW in the implicit GEMM (conv_implicit.c): the kernel is the one
  * chosen, and its values are test_conv_case's. Stems at two sizes, a
  * batch, 8 channels, dilated rows, uneven strides and padding, outputs
- * narrower than a micro-tile, channels past a whole panel. */
+ * narrower than a micro-tile, channels past a whole panel, an output row
+ * (300 x 900 floats) past the 1 MiB an NCHW band's output may take. */
 static const conv_case narrow_cases[] = {
 	{1, 3, 40, 38, 64, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1, 1},
 	{2, 3, 17, 17, 8, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1, 0},
 	{1, 8, 12, 9, 33, 3, 3, {1, 2}, {1, 0}, {2, 1}, 1, 1},
 	{3, 1, 9, 4, 17, 5, 3, {1, 1}, {2, 1}, {1, 1}, 1, 0},
 	{1, 5, 6, 30, 16, 1, 3, {3, 1}, {0, 4}, {1, 1}, 1, 1},
+	{1, 2, 5, 300, 900, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},
 };
 
 static void test_conv2d_narrow(void)
