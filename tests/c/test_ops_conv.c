@@ -226,23 +226,29 @@ static const conv_case narrow_cases[] = {
 	{1, 2, 5, 300, 900, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},
 };
 
+/* The fast kernel the compile picks for conv case c (one group), weight
+ * and bias constant or not, is kernel (" name "). */
+static void check_conv_kernel(const conv_case *c, int wconst, const char *kernel)
+{
+	float *x = calloc((size_t)(c->N * c->C * c->H * c->W), sizeof(float));
+	float *w = calloc((size_t)(c->O * c->C * c->KH * c->KW), sizeof(float)), *b = calloc((size_t)c->O, 4);
+	th_arg args[3] = {th_make(AIR_F32, x, 4, (int64_t[]){c->N, c->C, c->H, c->W}),
+			  th_make(AIR_F32, w, 4, (int64_t[]){c->O, c->C, c->KH, c->KW}),
+			  th_make(AIR_F32, b, 1, (int64_t[]){c->O})};
+	args[1].constant = args[2].constant = wconst;
+	air_attr attrs[5];
+	conv_attrs_of(c, attrs);
+	air_model *m = th_compile("conv2d", args, 2 + c->bias, attrs, 5, 0);
+	CHECK(m && strstr(air_model_report(m), kernel));
+	air_model_destroy(m);
+	free(x), free(w), free(b);
+}
+
 static void test_conv2d_narrow(void)
 {
 	for (size_t i = 0; i < sizeof narrow_cases / sizeof narrow_cases[0]; i++) {
-		const conv_case *c = &narrow_cases[i];
-		test_conv_case(AIR_F32, c, 1);
-		float *x = calloc((size_t)(c->N * c->C * c->H * c->W), sizeof(float));
-		float *w = calloc((size_t)(c->O * c->C * c->KH * c->KW), sizeof(float)), *b = calloc((size_t)c->O, 4);
-		th_arg args[3] = {th_make(AIR_F32, x, 4, (int64_t[]){c->N, c->C, c->H, c->W}),
-				  th_make(AIR_F32, w, 4, (int64_t[]){c->O, c->C, c->KH, c->KW}),
-				  th_make(AIR_F32, b, 1, (int64_t[]){c->O})};
-		args[1].constant = args[2].constant = 1;
-		air_attr attrs[5];
-		conv_attrs_of(c, attrs);
-		air_model *m = th_compile("conv2d", args, 2 + c->bias, attrs, 5, 0);
-		CHECK(m && strstr(air_model_report(m), " conv2d_implicit_gemm_nchw "));
-		air_model_destroy(m);
-		free(x), free(w), free(b);
+		test_conv_case(AIR_F32, &narrow_cases[i], 1);
+		check_conv_kernel(&narrow_cases[i], 1, " conv2d_implicit_gemm_nchw ");
 	}
 }
 
@@ -264,23 +270,9 @@ static const conv_case channels_last_cases[] = {
 static void test_conv2d_channels_last(void)
 {
 	for (size_t i = 0; i < sizeof channels_last_cases / sizeof channels_last_cases[0]; i++) {
-		const conv_case *c = &channels_last_cases[i];
-		test_conv_case(AIR_F32, c, 1);
-		float *x = calloc((size_t)(c->N * c->C * c->H * c->W), sizeof(float));
-		float *w = calloc((size_t)(c->O * c->C * c->KH * c->KW), sizeof(float)), *b = calloc((size_t)c->O, 4);
-		th_arg args[3] = {th_make(AIR_F32, x, 4, (int64_t[]){c->N, c->C, c->H, c->W}),
-				  th_make(AIR_F32, w, 4, (int64_t[]){c->O, c->C, c->KH, c->KW}),
-				  th_make(AIR_F32, b, 1, (int64_t[]){c->O})};
-		air_attr attrs[5];
-		conv_attrs_of(c, attrs);
-		for (int wconst = 0; wconst < 2; wconst++) {
-			args[1].constant = args[2].constant = wconst;
-			air_model *m = th_compile("conv2d", args, 2 + c->bias, attrs, 5, 0);
-			CHECK(m && strstr(air_model_report(m), wconst ? " conv2d_im2col_channels_last "
-								       : " conv2d_im2col_gemm "));
-			air_model_destroy(m);
-		}
-		free(x), free(w), free(b);
+		test_conv_case(AIR_F32, &channels_last_cases[i], 1);
+		check_conv_kernel(&channels_last_cases[i], 1, " conv2d_im2col_channels_last ");
+		check_conv_kernel(&channels_last_cases[i], 0, " conv2d_im2col_gemm ");
 	}
 	/* with a residual (here as in test_conv2d_epilogue), the NCHW im2col */
 	const conv_case *c = &channels_last_cases[0];
