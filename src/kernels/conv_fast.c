@@ -127,7 +127,7 @@ const k_kernel kfast_conv2d_depthwise = {"conv2d_depthwise", 0, dw_supports, NUL
 
 /* Floats of im2col per task: 64K floats (256 KiB) and the GEMM's packed copy
  * of them fit in a 512 KiB L2 with room for the weight's rows. */
-enum { COL_FLOATS = 65536, MIN_PIXELS = 32, MAX_PIXELS = 1024 };
+enum { COL_FLOATS = 65536, MIN_PIXELS = 32, MAX_PIXELS = 1024, PACK_PIXELS_MIN_OUT = 512 };
 
 typedef struct conv_plan {
 	int64_t K, P;      /* GEMM depth, pixels per image */
@@ -152,8 +152,13 @@ static conv_plan make_plan(const kconv_geom *g, int nthreads)
 	p.direct = is_direct(g);
 	/* a 1x1's pixels are read in place by the GEMM, not packed: packing
 	 * took 11% of 256>64 at 56x56 (0.69-0.78 ms, in place 0.61;
-	 * bench_conv --layout, AVX2) */
-	p.in_place = p.direct && kgemm_b_in_place_available();
+	 * bench_conv --layout, AVX2). Packed pixels are used by every row
+	 * tile of the weight, so with PACK_PIXELS_MIN_OUT rows and more the
+	 * copy pays for itself (lone convs, medians of 600 interleaved runs,
+	 * AVX-512, 2 threads: 256>1024 at 14x14 0.448 -> 0.411 ms, 1024>512
+	 * 0.83 -> 0.81; batch 16 6.62 -> 5.89 and 13.5 -> 12.4; with 256
+	 * rows, 1024>256 at batch 1 lost 6%) */
+	p.in_place = p.direct && kgemm_b_in_place_available() && g->Og < PACK_PIXELS_MIN_OUT;
 	p.K = g->Cg * g->KH * g->KW;
 	p.P = g->OH * g->OW;
 	int64_t pc = COL_FLOATS / (p.K > 0 ? p.K : 1);

@@ -201,6 +201,10 @@ static const conv_case conv_cases[] = {
 	 * (1x1 direct, and im2col with 64 x 4 x 4 taps) */
 	{1, 1024, 6, 5, 14, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
 	{2, 64, 9, 8, 10, 4, 4, {1, 2}, {1, 0}, {1, 1}, 1, 0},
+	/* 1x1 with 512+ output channels: the GEMM packs the pixels instead of
+	 * reading them in place (one GEMM per image; and one per chunk) */
+	{1, 40, 12, 11, 530, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
+	{8, 16, 6, 8, 515, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 0},
 };
 
 static void test_conv2d(void)
