@@ -1,5 +1,6 @@
 /* conv_implicit.c - convolution of a narrow input (ResNet's stem: 3
- * channels, 7x7, stride 2) as an implicit GEMM: no im2col.
+ * channels, 7x7, stride 2), or of a wide one with long output rows
+ * (ResNet's 128>128 3x3 stride 2 at 56x56), as an implicit GEMM: no im2col.
  *
  * Channels-last, the taps of one kernel row (ki) of output pixel (oh, ow)
  * are KW*C consecutive floats of input row ih = oh*sh - ph + ki*dh,
@@ -36,11 +37,26 @@
 
 /* Input channels up to which this kernel is chosen over im2col. */
 enum { IMPLICIT_MAX_C = 8, IMPLICIT_MAX_K = 1024, BAND_FLOATS = 32768, OUT_BAND_BYTES = 1 << 20 };
+/* A wide input is taken too where an output row holds at least two whole
+ * micro-tiles of pixels: each packed weight panel (K x nr, in L2) is then
+ * used by several tiles per row. ResNet-50's 128>128 3x3 stride 2 at 56x56
+ * (28 output pixels a row) took 0.55 ms NHWC against 0.61 through im2col,
+ * 0.72 NCHW against 0.73 with the band gathered one float at a time; with
+ * 14 or 7 pixels a row (256 and 512 channels) it lost 10-50% to im2col
+ * (bench_conv --layout, best of 1 s). K is bounded so that a panel stays
+ * well inside L2. */
+enum { WIDE_MIN_OW = 24, WIDE_MAX_K = 2304 };
 
 bool kconv_implicit_fits(int64_t C, int64_t G, int64_t KH, int64_t KW, int64_t dw)
 {
 	return G == 1 && dw == 1 && C > 0 && C <= IMPLICIT_MAX_C && KH > 0 && KW > 0 &&
 	       KH * KW * C <= IMPLICIT_MAX_K && (KH > 1 || KW > 1);
+}
+
+static bool wide_fits(const kconv_geom *g)
+{
+	return g->G == 1 && g->dw == 1 && g->C > IMPLICIT_MAX_C && g->KH > 0 && g->KW > 0 && (g->KH > 1 || g->KW > 1) &&
+	       g->KH * g->KW * g->C <= WIDE_MAX_K && g->OW >= WIDE_MIN_OW && g->OW >= 2 * kgemm_tile_rows();
 }
 
 typedef struct imp_plan {
@@ -61,14 +77,25 @@ static imp_plan make_plan(const kconv_geom *g, int nchw, int nthreads)
 	 * 5 tasks for 2 threads, 1.11 */
 	int64_t per_row = g->sh * p.Wp * g->C;
 	int64_t band = per_row > 0 ? BAND_FLOATS / per_row : g->OH;
-	int64_t want = k_cdiv(g->N * g->OH, 4 * (int64_t)(nthreads > 0 ? nthreads : 1));
+	const int64_t nt = nthreads > 0 ? nthreads : 1;
+	int64_t want = k_cdiv(g->N * g->OH, 4 * nt);
 	band = band < want ? band : want;
 	/* NCHW: the band's output, channels-last, within 1 MiB (a thread's
 	 * share of L2 next to the input band); one row at least */
 	int64_t out_row = g->OW * g->O * (int64_t)sizeof(float);
 	if (nchw && out_row > 0 && band > OUT_BAND_BYTES / out_row)
 		band = OUT_BAND_BYTES / out_row;
-	p.band = band < 1 ? 1 : band > g->OH ? g->OH : band;
+	band = band < 1 ? 1 : band > g->OH ? g->OH : band;
+	/* down to half that, the band whose busiest thread has the fewest rows
+	 * (tasks are taken in turn): 28 rows in 7 bands of 4 left one thread
+	 * 16 rows to the other's 12; 14 bands of 2 split them evenly */
+	int64_t best = band, best_rows = INT64_MAX;
+	for (int64_t b = band; b >= 1 && 2 * b >= band; b--) {
+		int64_t rows = k_cdiv(g->N * k_cdiv(g->OH, b), nt) * b;
+		if (rows < best_rows)
+			best = b, best_rows = rows;
+	}
+	p.band = best;
 	p.bands = p.band ? k_cdiv(g->OH, p.band) : 0;
 	int64_t in_rows = (p.band - 1) * g->sh + (g->KH - 1) * g->dh + 1;
 	p.band_bytes = k_align64(sizeof(float) * (size_t)(in_rows * p.Wp * g->C));
@@ -105,12 +132,16 @@ static void pad_band(const imp_job *j, const float *x, int64_t ih0, int64_t rows
 			continue;
 		}
 		memset(dst, 0, sizeof(float) * (size_t)(left * C));
-		if (j->nchw) {
+		if (j->nchw && C < 8) {
+			/* (fewer channels than a transpose block: plane by plane) */
 			for (int64_t c = 0; c < C; c++) {
 				const float *xr = x + (c * g->H + ih) * g->W;
 				for (int64_t iw = 0; iw < width; iw++)
 					dst[(left + iw) * C + c] = xr[iw];
 			}
+		} else if (j->nchw) {
+			/* [C x width] at row ih of each plane, to [width x C] */
+			kconv_transpose(x + ih * g->W, g->H * g->W, dst + left * C, C, C, width);
 		} else {
 			memcpy(dst + left * C, x + ih * g->W * C, sizeof(float) * (size_t)(width * C));
 		}
@@ -204,7 +235,8 @@ static bool supports(const k_call *call, int nchw)
 	k_act act;
 	if (!k_all_f32(call) || !call->in_const || !call->in_const[1] || !imp_geom(call, nchw, &g, &act))
 		return false;
-	return g.O > 0 && kconv_implicit_fits(g.C, g.G, g.KH, g.KW, g.dw) && !(nchw && g.has_residual);
+	return g.O > 0 && (kconv_implicit_fits(g.C, g.G, g.KH, g.KW, g.dw) || wide_fits(&g)) &&
+	       !(nchw && g.has_residual);
 }
 
 static air_status prepare(const k_call *call, int nchw, void **out)

@@ -16,8 +16,9 @@ extern const k_kernel kfast_conv2d_nhwc_1x1;
  * (conv_winograd.c), for the shapes where it wins (see its supports). */
 extern const k_kernel kfast_conv2d_nhwc_winograd;
 size_t kconv_winograd_prepared_bytes(const void *prepared, size_t *source_bytes); /* the same */
-/* a narrow input (the stem's 3 channels): the GEMM reads the rows of each
- * tap row straight from a padded copy of the input (conv_implicit.c). */
+/* a narrow input (the stem's 3 channels), or a wide one whose output rows
+ * hold two micro-tiles or more: the GEMM reads the rows of each tap row
+ * straight from a padded copy of the input (conv_implicit.c). */
 extern const k_kernel kfast_conv2d_nhwc_implicit;
 /* The same for the NCHW conv2d op: the padded band is built channels-last
  * from the NCHW input and each output row is transposed out of L1, so a

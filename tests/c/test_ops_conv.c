@@ -248,12 +248,29 @@ static void check_conv_kernel(const conv_case *c, int wconst, const char *kernel
 	free(x), free(w), free(b);
 }
 
+/* Wide inputs whose output rows hold two micro-tiles or more take it too;
+ * the band is transposed from NCHW in 8 x 8 blocks (channels and widths
+ * off them here). Narrower output rows stay with im2col. (All strided:
+ * alone, a stride-1 spatial conv goes channels-last.) */
+static const conv_case wide_cases[] = {
+	{1, 16, 30, 50, 24, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 1},
+	{2, 13, 9, 27, 40, 3, 3, {2, 1}, {1, 1}, {1, 1}, 1, 0},
+	{1, 37, 11, 57, 45, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 0},
+};
+
 static void test_conv2d_narrow(void)
 {
 	for (size_t i = 0; i < sizeof narrow_cases / sizeof narrow_cases[0]; i++) {
 		test_conv_case(AIR_F32, &narrow_cases[i], 1);
 		check_conv_kernel(&narrow_cases[i], 1, " conv2d_implicit_gemm_nchw ");
 	}
+	for (size_t i = 0; i < sizeof wide_cases / sizeof wide_cases[0]; i++) {
+		test_conv_case(AIR_F32, &wide_cases[i], 1);
+		check_conv_kernel(&wide_cases[i], 1, " conv2d_implicit_gemm_nchw ");
+	}
+	conv_case narrow_rows = wide_cases[0];
+	narrow_rows.W = 44; /* 22 output pixels a row */
+	check_conv_kernel(&narrow_rows, 1, " conv2d_im2col_channels_last ");
 }
 
 /* Spatial convs with a constant weight, one group and no residual run

@@ -223,6 +223,19 @@ static void test_conv(void)
 		k.kernel = IMP;
 		check_conv(&k);
 	}
+	/* wide inputs whose output rows hold two micro-tiles or more: the
+	 * implicit GEMM too (stride 2 with a residual; 5x5 at batch 2;
+	 * channels off the vector width) */
+	static const conv_case wide[] = {
+		{1, 16, 30, 50, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, NULL},
+		{2, 12, 9, 30, 20, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, 2, 0, NULL},
+		{1, 37, 11, 57, 45, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, NULL},
+	};
+	for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
+		conv_case k = wide[i];
+		k.kernel = IMP;
+		check_conv(&k);
+	}
 	/* 1x1 direct: channels, batch 3, each act, with and without residual */
 	for (int ci = 0; ci < 4; ci++)
 		for (int act = 0; act <= 8; act++) {
