@@ -333,14 +333,18 @@ static int producer(const air_graph *g, air_value v)
 
 /* A region whose convs are all strided spatial ones pays for its permutes
  * (every byte entering or leaving it is read and written once more) with
- * those convs' gain. Measured on Zen 3, batch 1: the permutes moved 4.4 GB
- * of tensor a second (0.23 ns a byte), NHWC's im2col saved about 2.6 ps a
- * multiply-add over NCHW's, so NHWC pays from about 87 multiply-adds per
- * edge byte. For a 3x3 stride-2 conv with C = O that is 0.45 C: a lone
- * 128>128 at 56x56 (116 M, 2 MB of edges) stays NCHW (1.7-1.8 ms against
- * 1.4 + 0.46 in NHWC with its permutes); 256>256 at 28x28 and 512>512 at
- * 14x14 convert. Unknown sizes convert. */
-enum { NHWC_MIN_WORK_PER_EDGE_BYTE = 87 };
+ * those convs' gain. Measured on Zen 3, batch 1, against the NCHW im2col:
+ * the permutes moved 4.4 GB of tensor a second (0.23 ns a byte), NHWC's
+ * im2col saved about 2.6 ps a multiply-add, so NHWC paid from about 87
+ * multiply-adds per edge byte. The NCHW op now runs such a conv
+ * channels-last itself, transposing in L2 (conv_nhwc_im2col.c,
+ * conv_implicit.c), which leaves less to gain: on Sapphire Rapids a lone
+ * 256>256 3x3 stride 2 at 28x28 (116 M multiply-adds, 1 MB of edges) took
+ * 0.93 ms in NCHW against 0.965 converted (medians of 400 interleaved
+ * runs), and 512>512 at 14x14 (0.5 MB) 1.05 against 1.04. For a 3x3
+ * stride-2 conv with C = O the ratio is 0.45 C multiply-adds a byte: up to
+ * 256 channels stay NCHW, 512 convert. Unknown sizes convert. */
+enum { NHWC_MIN_WORK_PER_EDGE_BYTE = 160 };
 
 static void drop_weak_regions(const air_graph *g, const layout_ctx *c, int n0, char *has_conv)
 {
