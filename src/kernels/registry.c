@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "kernels/attention_fast.h"
+#include "kernels/conv_narrow.h"
 #include "kernels/conv_nhwc.h"
 #include "kernels/fused_fast.h"
 #include "kernels/linalg_fast.h"
@@ -38,7 +39,8 @@ static const k_kernel *const elu[] = {&kfast_elu_vmath, NULL};
 KFAST_VMATH_OPS(VMATH_LIST_)
 #undef VMATH_LIST_
 static const k_kernel *const conv2d[] = {&kfast_conv2d_depthwise,	 &kfast_conv2d_1x1_t, &kfast_conv2d_1x1,
-					 &kfast_conv2d_implicit_nchw, &kfast_conv2d_im2col_channels_last,
+					 &kfast_conv2d_narrow_nchw, &kfast_conv2d_implicit_nchw,
+					 &kfast_conv2d_im2col_channels_last,
 					 &kfast_conv2d_im2col, NULL};
 
 const k_kernel *const *kreg_fast_kernels(int op)

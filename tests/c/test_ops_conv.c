@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "op_harness.h"
+#include "kernels/cpu.h"
 
 /* Compiles op with reference and with fast kernels, runs both and checks
  * shape, values, and fast against reference. */
@@ -216,8 +217,9 @@ static void test_conv2d(void)
 }
 
 /* Narrow inputs (up to 8 channels, one group, no column dilation) stay
- * NCHW in the implicit GEMM (conv_implicit.c): the kernel is the one
- * chosen, and its values are test_conv_case's. Stems at two sizes, a
+ * NCHW: with AVX-512 in conv_narrow.c, else in the implicit GEMM
+ * (conv_implicit.c); the kernel is the one chosen, and its values (and
+ * with each activation) are test_conv_case's. Stems at two sizes, a
  * batch, 8 channels, dilated rows, uneven strides and padding, outputs
  * narrower than a micro-tile, channels past a whole panel, an output row
  * (300 x 900 floats) past the 1 MiB an NCHW band's output may take. */
@@ -228,6 +230,7 @@ static const conv_case narrow_cases[] = {
 	{3, 1, 9, 4, 17, 5, 3, {1, 1}, {2, 1}, {1, 1}, 1, 0},
 	{1, 5, 6, 30, 16, 1, 3, {3, 1}, {0, 4}, {1, 1}, 1, 1},
 	{1, 2, 5, 300, 900, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},
+	{1, 4, 9, 40, 12, 3, 5, {2, 3}, {1, 2}, {1, 1}, 1, 1}, /* column stride 3: three phases */
 };
 
 /* The fast kernel the compile picks for conv case c (one group), weight
@@ -258,11 +261,19 @@ static const conv_case wide_cases[] = {
 	{1, 37, 11, 57, 45, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 0},
 };
 
+static void test_conv_epilogue_case(air_dtype dt, const conv_case *c, int act, int has_res, int wconst);
+
 static void test_conv2d_narrow(void)
 {
+	/* with AVX-512, straight into NCHW (conv_narrow.c); else the implicit GEMM */
+	const char *narrow = (kcpu_features() & KCPU_AVX512) == KCPU_AVX512 ? " conv2d_narrow_nchw "
+									 : " conv2d_implicit_gemm_nchw ";
 	for (size_t i = 0; i < sizeof narrow_cases / sizeof narrow_cases[0]; i++) {
 		test_conv_case(AIR_F32, &narrow_cases[i], 1);
-		check_conv_kernel(&narrow_cases[i], 1, " conv2d_implicit_gemm_nchw ");
+		check_conv_kernel(&narrow_cases[i], 1, narrow);
+		/* its activations (the others, and a residual, go to the implicit GEMM) */
+		for (int act = 0; act <= 8; act++)
+			test_conv_epilogue_case(AIR_F32, &narrow_cases[i], act, act == 5, 1);
 	}
 	for (size_t i = 0; i < sizeof wide_cases / sizeof wide_cases[0]; i++) {
 		test_conv_case(AIR_F32, &wide_cases[i], 1);
@@ -893,8 +904,12 @@ static const conv_case epilogue_cases[] = {
 	{1, 300, 40, 41, 30, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},
 };
 
-static void test_conv_epilogue_case(air_dtype dt, const conv_case *c, int act, int has_res)
+/* wconst: whether the weight and bias are constants; -1: act % 2 (every
+ * case then runs both ways across its activations) */
+static void test_conv_epilogue_case(air_dtype dt, const conv_case *c, int act, int has_res, int wconst)
 {
+	if (wconst < 0)
+		wconst = act % 2;
 	int64_t OH = out_size(c->H, c->KH, c->p[0], c->s[0], c->d[0], 0);
 	int64_t OW = out_size(c->W, c->KW, c->p[1], c->s[1], c->d[1], 0);
 	int64_t nx = c->N * c->C * c->H * c->W, nw = c->O * (c->C / c->groups) * c->KH * c->KW;
@@ -916,10 +931,10 @@ static void test_conv_epilogue_case(air_dtype dt, const conv_case *c, int act, i
 	int na = 0;
 	args[na++] = th_make(dt, xb, 4, (int64_t[]){c->N, c->C, c->H, c->W});
 	args[na] = th_make(dt, wb, 4, (int64_t[]){c->O, c->C / c->groups, c->KH, c->KW});
-	args[na++].constant = act % 2;
+	args[na++].constant = wconst;
 	if (c->bias) {
 		args[na] = th_make(dt, bb, 1, (int64_t[]){c->O});
-		args[na++].constant = act % 2;
+		args[na++].constant = wconst;
 	}
 	if (has_res)
 		args[na++] = th_make(dt, rb, 4, ydims);
@@ -941,7 +956,7 @@ static void test_conv2d_epilogue(void)
 		for (size_t i = 0; i < sizeof epilogue_cases / sizeof epilogue_cases[0]; i++)
 			for (int act = 0; act <= 8; act++)
 				for (int res = 0; res < 2; res++)
-					test_conv_epilogue_case(dti ? AIR_F64 : AIR_F32, &epilogue_cases[i], act, res);
+					test_conv_epilogue_case(dti ? AIR_F64 : AIR_F32, &epilogue_cases[i], act, res, -1);
 	/* bad epilogue attributes and residual shapes are build errors */
 	float xv[2 * 3 * 4 * 4] = {0}, wv[5 * 3] = {0}, rv[2 * 5 * 4 * 4] = {0};
 	th_arg args[3] = {th_make(AIR_F32, xv, 4, (int64_t[]){2, 3, 4, 4}), th_make(AIR_F32, wv, 4, (int64_t[]){5, 3, 1, 1}),

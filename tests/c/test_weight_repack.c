@@ -15,6 +15,7 @@
 #include "air/air.h"
 #include "check.h"
 #include "pass_graph.h"
+#include "kernels/cpu.h"
 
 typedef struct repack_case {
 	int64_t N, C, H, O, K, stride, groups;
@@ -90,7 +91,12 @@ static void test_case(const repack_case *c)
 	CHECK(steps(low) == steps(packed));
 	const char *r = air_model_report(low);
 	CHECK(strstr(r, "conv2d_nhwc_gemm_1x1") || strstr(r, "conv2d_nhwc_im2col_gemm") ||
-	      strstr(r, "conv2d_nhwc_winograd_f2x3") || strstr(r, "conv2d_implicit_gemm_nchw"));
+	      strstr(r, "conv2d_nhwc_winograd_f2x3") || strstr(r, "conv2d_implicit_gemm_nchw") ||
+	      strstr(r, "conv2d_narrow_nchw"));
+	/* a narrow input's conv with AVX-512 (conv_narrow.c) packs its small
+	 * weight into the workspace on every call: no packed copy either way */
+	if (strstr(r, "conv2d_narrow_nchw"))
+		repacks = 0;
 	/* re-packing saves the packed copy of the weight (at least its bytes)
 	 * but for a scale per channel; the entry conv is packed either way */
 	size_t wbytes = sizeof(float) * (size_t)(c->O * (c->C / c->groups) * c->K * c->K);
