@@ -3,7 +3,6 @@
  * deallocation), which is the pool's lock. */
 #include "output_pool.h"
 
-#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -40,42 +39,6 @@ static void drop_oldest(void)
 	memmove(held, held + 1, sizeof held[0] * (size_t)n_held);
 }
 
-/* From 4 MiB, blocks are whole 2 MiB pages at 2 MiB boundaries, marked
- * for transparent huge pages (see runtime/bigmem.c: THP here is
- * "madvise"); a GEMM's output then costs one TLB entry per 2 MiB. A
- * 2048^3 mm through torch.compile took 53-58 ms a call against 56-60 with
- * 4 KiB pages, 1024^3 6.5-6.9 against 6.6-7.2 (3 processes each,
- * alternated). */
-enum { HUGE_MIN = 4 << 20, HUGE_PAGE = 2 << 20 };
-
-static size_t block_round(size_t bytes)
-{
-	if (bytes >= HUGE_MIN && bytes <= SIZE_MAX - HUGE_PAGE)
-		return (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-	return page_round(bytes);
-}
-
-static void *map_block(size_t mapped)
-{
-	if (mapped < HUGE_MIN || mapped % HUGE_PAGE != 0 || mapped > SIZE_MAX - HUGE_PAGE) {
-		void *p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		return p == MAP_FAILED ? NULL : p;
-	}
-	/* map a huge page more, then unmap what lies outside the aligned block */
-	char *raw = mmap(NULL, mapped + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (raw == MAP_FAILED)
-		return NULL;
-	char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
-	if (p > raw)
-		munmap(raw, (size_t)(p - raw));
-	if (raw + HUGE_PAGE > p)
-		munmap(p + mapped, (size_t)(raw + HUGE_PAGE - p));
-#ifdef MADV_HUGEPAGE
-	(void)madvise(p, mapped, MADV_HUGEPAGE);
-#endif
-	return p;
-}
-
 static void *pool_take(size_t mapped)
 {
 	for (int i = n_held - 1; i >= 0; i--) /* the most recently freed first: its pages are warmest */
@@ -87,8 +50,8 @@ static void *pool_take(size_t mapped)
 			reused++;
 			return p;
 		}
-	void *p = map_block(mapped);
-	if (!p)
+	void *p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
 		return NULL;
 	mapped_new++;
 	return p;
@@ -148,7 +111,7 @@ int output_pool_init(void)
 
 PyObject *output_pool_block(size_t bytes)
 {
-	size_t mapped = block_round(bytes ? bytes : 1);
+	size_t mapped = page_round(bytes ? bytes : 1);
 	void *p = pool_take(mapped);
 	if (!p)
 		return PyErr_NoMemory();

@@ -20,10 +20,9 @@
 /* Readies the block type; 0 on success, -1 with a Python error set. */
 int output_pool_init(void);
 
-/* A writable buffer object of exactly bytes bytes (page-aligned; from 4
- * MiB, 2 MiB-aligned in whole huge pages; contents undefined), from the
- * pool when it holds a free block of the same rounded size, else newly
- * mapped. Its memory goes back to the pool when the
+/* A writable buffer object of exactly bytes bytes (page-aligned, contents
+ * undefined), from the pool when it holds a free block of the same page
+ * count, else newly mapped. Its memory goes back to the pool when the
  * object is freed (when the last tensor over it is). NULL with a Python
  * error set on failure. The GIL guards the pool. */
 PyObject *output_pool_block(size_t bytes);

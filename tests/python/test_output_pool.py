@@ -95,27 +95,6 @@ def test_blocks_are_writable_aligned_and_exact():
         _C.output_block(-1)
 
 
-def test_big_blocks_are_whole_huge_pages():
-    """From 4 MiB a block starts on a 2 MiB boundary (marked for huge pages:
-    whether the kernel grants them is its business), is writable to its
-    last byte, and returns to the pool under its rounded size."""
-    for nbytes in (4 << 20, (5 << 20) + 12, 16 << 20):
-        b = _C.output_block(nbytes)
-        t = torch.frombuffer(b, dtype=torch.uint8)
-        assert t.numel() == nbytes and t.data_ptr() % (2 << 20) == 0
-        t[-1] = 5
-        t[0] = 3
-        assert int(t[-1]) == 5 and int(t[0]) == 3
-        del t, b
-        gc.collect()
-        _, _, reused0, _ = _C.output_pool_stats()
-        b = _C.output_block(nbytes)
-        assert _C.output_pool_stats()[2] == reused0 + 1  # the same rounded size: reused
-        del b
-    small = _C.output_block((4 << 20) - 4096)  # below: page-aligned only, as before
-    assert torch.frombuffer(small, dtype=torch.uint8).data_ptr() % 4096 == 0
-
-
 def test_small_outputs_are_ordinary_tensors():
     """Below the threshold the output is torch.empty's: resizable, like eager's."""
     m = torch.nn.Linear(16, 8).eval()
