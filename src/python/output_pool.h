@@ -21,8 +21,8 @@
 int output_pool_init(void);
 
 /* A writable buffer object of exactly bytes bytes (page-aligned, contents
- * undefined), from the pool when it holds a free block of the same page
- * count, else newly mapped. Its memory goes back to the pool when the
+ * undefined), from the pool when it holds a free block of that many pages
+ * up to an eighth more, else newly mapped. Its memory goes back to the pool when the
  * object is freed (when the last tensor over it is). NULL with a Python
  * error set on failure. The GIL guards the pool. */
 PyObject *output_pool_block(size_t bytes);

@@ -18,8 +18,8 @@ from torchair import _C
 from torchair.compiler import POOLED_OUTPUT_BYTES
 from _compile import compile_recording
 
-POOL_MAX_BLOCKS = 16
-POOL_MAX_BYTES = 256 << 20
+POOL_MAX_BLOCKS = 256
+POOL_MAX_BYTES = 1 << 30
 
 
 @pytest.fixture(autouse=True)
@@ -93,6 +93,30 @@ def test_blocks_are_writable_aligned_and_exact():
     assert int(t.sum()) == 7 * t.numel()
     with pytest.raises(Exception):
         _C.output_block(-1)
+
+
+def test_a_slightly_larger_free_block_serves():
+    """A request takes a free block up to an eighth larger (the smallest
+    such), so outputs whose sizes vary a little reuse memory; one more than
+    an eighth larger is left for a new mapping."""
+    page = 4096
+    gc.collect()
+    b = _C.output_block(100 * page)
+    ptr = torch.frombuffer(b, dtype=torch.uint8).data_ptr()
+    del b
+    gc.collect()
+    _, _, reused0, mapped0 = _C.output_pool_stats()
+    c = _C.output_block(95 * page + 7)  # 96 pages: the 100-page block, 4 spare
+    t = torch.frombuffer(c, dtype=torch.uint8)
+    assert t.numel() == 95 * page + 7 and t.data_ptr() == ptr
+    t[-1] = 1  # its own last byte is writable
+    _, _, reused, mapped = _C.output_pool_stats()
+    assert (reused, mapped) == (reused0 + 1, mapped0)
+    del t, c
+    gc.collect()
+    d = _C.output_block(80 * page)  # 100 pages is a quarter more: a new mapping
+    assert _C.output_pool_stats()[3] == mapped0 + 1
+    del d
 
 
 def test_small_outputs_are_ordinary_tensors():
