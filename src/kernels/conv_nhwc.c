@@ -517,35 +517,55 @@ const k_kernel kfast_avg_pool2d_nhwc = {"avg_pool2d_nhwc_channels", 0, pool_supp
 const k_kernel kfast_adaptive_avg_pool2d_nhwc = {"adaptive_avg_pool2d_nhwc_channels", 0, pool_supports, NULL,
 						 NULL, NULL, adaptive_run};
 
-/* ---- the layout permutes: NCHW <-> NHWC ------------------------------------ */
+/* ---- permutes that swap two blocks of trailing dims ------------------------ */
 
-/* perm [0, 2, 3, 1] (into NHWC) or [0, 3, 1, 2] (back) of a rank-4 tensor of
- * 4-byte elements: per image, a transpose of an R x S matrix into S x R
- * (R = C, S = H*W going in; R = H*W, S = C coming back), in 8 x 8 blocks
- * transposed in registers (conv_nhwc_rows.h), a strip of TR rows by up to
- * TS columns per task. The scalar 16 x 16 tiles this replaced took 0.5 ms
- * for a 64 x 112 x 112 map on Zen 3, and a 3-channel input (the stem's) was
- * a single task. */
+/* A permutation that keeps dims [0, k) and swaps [k, k + a) with [k + a,
+ * rank) moves, per index of the kept dims, an R x S matrix to S x R: the
+ * layout pass's [0, 2, 3, 1] into NHWC (R = C, S = H*W) and [0, 3, 1, 2]
+ * back (R = H*W, S = C), and any transpose of the last two dims (a
+ * linear's weight in a backward graph: [1, 0], 3.5 ms a 2048 x 1000 in the
+ * element-by-element reference). In 8 x 8 blocks transposed in registers
+ * (conv_nhwc_rows.h), a strip of TR rows by up to TS columns per task. The
+ * scalar 16 x 16 tiles this replaced took 0.5 ms for a 64 x 112 x 112 map
+ * on Zen 3, and a 3-channel input (the stem's) was a single task. */
 enum { TB8 = 8, TR = 32, TS = 4096 };
 
-static int layout_perm(const k_call *call)
+/* The split (n, R, S) of a permute of 4-byte elements that swaps two
+ * trailing blocks, or false. */
+static bool swap_split(const k_call *call, int64_t *n, int64_t *R, int64_t *S)
 {
 	const k_attr *p = &call->attrs[0];
-	if (call->in[0].rank != 4 || p->n != 4 || air_dtype_size(call->in[0].dtype) != 4)
-		return 0;
-	static const int64_t into[4] = {0, 2, 3, 1}, back[4] = {0, 3, 1, 2};
-	int a = 1, b = 1;
-	for (int i = 0; i < 4; i++) {
-		int64_t v = p->ints[i] < 0 ? p->ints[i] + 4 : p->ints[i];
-		a = a && v == into[i];
-		b = b && v == back[i];
-	}
-	return a ? 1 : b ? 2 : 0;
+	const int rank = call->in[0].rank;
+	if (rank < 2 || p->n != rank || air_dtype_size(call->in[0].dtype) != 4)
+		return false;
+	int64_t v[AIR_MAX_RANK];
+	for (int i = 0; i < rank; i++)
+		v[i] = p->ints[i] < 0 ? p->ints[i] + rank : p->ints[i];
+	int k = 0;
+	while (k < rank && v[k] == k)
+		k++;
+	if (k == rank)
+		return false; /* the identity: a copy */
+	const int64_t a = v[k] - k, b = rank - k - a; /* sizes of the two blocks */
+	if (a < 1 || b < 1)
+		return false;
+	for (int i = 0; i < b; i++)
+		if (v[k + i] != k + a + i)
+			return false;
+	for (int i = 0; i < a; i++)
+		if (v[k + b + i] != k + i)
+			return false;
+	const int64_t *d = call->in[0].dims;
+	*n = k_numel(k, d);
+	*R = k_numel((int)a, d + k);
+	*S = k_numel((int)b, d + k + a);
+	return true;
 }
 
 static bool tr_supports(const k_call *call)
 {
-	return layout_perm(call) != 0;
+	int64_t n, R, S;
+	return swap_split(call, &n, &R, &S);
 }
 
 typedef struct tr_job {
@@ -607,17 +627,16 @@ static air_status tr_run(const k_call *call)
 	const k_tensor *x = &call->in[0];
 	if (x->numel == 0)
 		return AIR_OK;
-	int which = layout_perm(call);
 	tr_job j;
+	int64_t n;
+	if (!swap_split(call, &n, &j.R, &j.S))
+		return air_error(AIR_INVALID_ARGUMENT, "permute_swap_tiles: not a swap of trailing dims");
 	j.x = x->data;
 	j.y = call->out[0].data;
-	int64_t C = which == 1 ? x->dims[1] : x->dims[3], HW = which == 1 ? x->dims[2] * x->dims[3] : x->dims[1] * x->dims[2];
-	j.R = which == 1 ? C : HW;
-	j.S = which == 1 ? HW : C;
 	j.nr = k_cdiv(j.R, TR);
 	j.ns = k_cdiv(j.S, TS);
-	rt_pool_run(call->pool, x->dims[0] * j.nr * j.ns, tr_task, &j);
+	rt_pool_run(call->pool, n * j.nr * j.ns, tr_task, &j);
 	return AIR_OK;
 }
 
-const k_kernel kfast_permute_nchw_nhwc = {"permute_nchw_nhwc_tiles", 0, tr_supports, NULL, NULL, NULL, tr_run};
+const k_kernel kfast_permute_swap = {"permute_swap_tiles", 0, tr_supports, NULL, NULL, NULL, tr_run};

@@ -71,7 +71,9 @@ size_t kconv_nhwc_prepared_bytes(const void *prepared, size_t *source_bytes);
 extern const k_kernel kfast_max_pool2d_nhwc;
 extern const k_kernel kfast_avg_pool2d_nhwc;
 extern const k_kernel kfast_adaptive_avg_pool2d_nhwc;
-/* permute [0, 2, 3, 1] and [0, 3, 1, 2] (the layout pass's), 4-byte elements. */
-extern const k_kernel kfast_permute_nchw_nhwc;
+/* permutes of 4-byte elements that swap two blocks of trailing dims: the
+ * layout pass's [0, 2, 3, 1] and [0, 3, 1, 2], and transposes of the last
+ * two dims. */
+extern const k_kernel kfast_permute_swap;
 
 #endif

@@ -24,7 +24,7 @@ static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, NULL};
 static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
 						&kfast_conv2d_nhwc_winograd, &kfast_conv2d_nhwc_implicit,
 						&kfast_conv2d_nhwc_im2col, NULL};
-static const k_kernel *const permute[] = {&kfast_permute_nchw_nhwc, NULL};
+static const k_kernel *const permute[] = {&kfast_permute_swap, NULL};
 static const k_kernel *const max_pool2d_nhwc[] = {&kfast_max_pool2d_nhwc, NULL};
 static const k_kernel *const max_pool2d[] = {&kfast_max_pool2d_rows, NULL};
 static const k_kernel *const avg_pool2d_nhwc[] = {&kfast_avg_pool2d_nhwc, NULL};

@@ -365,7 +365,7 @@ static void test_permute(void)
 			th_arg a = th_make(AIR_F32, x, 4, shapes[i]);
 			air_attr p = th_ints("perm", dir ? back : into, 4);
 			float *ref = compile_run("permute", &a, 1, &p, 1, AIR_COMPILE_REFERENCE_KERNELS, 0, NULL, &cnt[0]);
-			float *got = compile_run("permute", &a, 1, &p, 1, 0, 0, "permute_nchw_nhwc_tiles", &cnt[1]);
+			float *got = compile_run("permute", &a, 1, &p, 1, 0, 0, "permute_swap_tiles", &cnt[1]);
 			CHECK(ref && got && cnt[0] == n && cnt[1] == n && (n == 0 || !memcmp(ref, got, sizeof(float) * (size_t)n)));
 			free(x), free(ref), free(got);
 		}

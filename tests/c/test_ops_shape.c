@@ -195,7 +195,7 @@ static void test_permute(void)
 	int64_t big[3] = {64, 129, 33}, pb[3] = {2, 0, 1};
 	permute_case(AIR_F32, 3, big, pb);
 	permute_case(AIR_U8, 3, big, pb);
-	/* the layout permutes (permute_nchw_nhwc_tiles): whole 8 x 8 blocks and
+	/* the layout permutes (permute_swap_tiles): whole 8 x 8 blocks and
 	 * edges on both sides, row strips, a 3-channel image split in column
 	 * chunks; 4-byte types only (others take the generic kernel) */
 	{
@@ -206,6 +206,18 @@ static void test_permute(void)
 			permute_case(AIR_F32, 4, shapes[i], back);
 			permute_case(AIR_I32, 4, shapes[i], into);
 		}
+	}
+	/* other swaps of two trailing blocks take the same kernel: a matrix
+	 * transpose (a linear's weight in a backward graph), the last two dims
+	 * of a batch, blocks of two dims each after a kept one */
+	{
+		int64_t m[2] = {203, 77}, t2[2] = {1, 0};
+		permute_case(AIR_F32, 2, m, t2);
+		permute_case(AIR_I32, 2, m, t2);
+		int64_t b3[3] = {3, 17, 40}, t3[3] = {0, 2, 1};
+		permute_case(AIR_F32, 3, b3, t3);
+		int64_t b5[5] = {2, 3, 5, 4, 9}, t5[5] = {0, 3, 4, 1, 2};
+		permute_case(AIR_F32, 5, b5, t5);
 	}
 	int64_t d1[1] = {7}, p0[1] = {0};
 	permute_case(AIR_F64, 1, d1, p0);
