@@ -53,6 +53,19 @@ bool kconv_implicit_fits(int64_t C, int64_t G, int64_t KH, int64_t KW, int64_t d
 	       KH * KW * C <= IMPLICIT_MAX_K && (KH > 1 || KW > 1);
 }
 
+int64_t kconv_even_band(int64_t band, int64_t N, int64_t OH, int64_t nthreads)
+{
+	/* (tasks are taken in turn: 28 rows in 7 bands of 4 left one thread 16
+	 * rows to the other's 12; 14 bands of 2 split them evenly) */
+	int64_t best = band, best_rows = INT64_MAX;
+	for (int64_t b = band; b >= 1 && 2 * b >= band; b--) {
+		int64_t rows = k_cdiv(N * k_cdiv(OH, b), nthreads) * b;
+		if (rows < best_rows)
+			best = b, best_rows = rows;
+	}
+	return best;
+}
+
 static bool wide_fits(const kconv_geom *g)
 {
 	return g->G == 1 && g->dw == 1 && g->C > IMPLICIT_MAX_C && g->KH > 0 && g->KW > 0 && (g->KH > 1 || g->KW > 1) &&
@@ -86,16 +99,7 @@ static imp_plan make_plan(const kconv_geom *g, int nchw, int nthreads)
 	if (nchw && out_row > 0 && band > OUT_BAND_BYTES / out_row)
 		band = OUT_BAND_BYTES / out_row;
 	band = band < 1 ? 1 : band > g->OH ? g->OH : band;
-	/* down to half that, the band whose busiest thread has the fewest rows
-	 * (tasks are taken in turn): 28 rows in 7 bands of 4 left one thread
-	 * 16 rows to the other's 12; 14 bands of 2 split them evenly */
-	int64_t best = band, best_rows = INT64_MAX;
-	for (int64_t b = band; b >= 1 && 2 * b >= band; b--) {
-		int64_t rows = k_cdiv(g->N * k_cdiv(g->OH, b), nt) * b;
-		if (rows < best_rows)
-			best = b, best_rows = rows;
-	}
-	p.band = best;
+	p.band = kconv_even_band(band, g->N, g->OH, nt);
 	p.bands = p.band ? k_cdiv(g->OH, p.band) : 0;
 	int64_t in_rows = (p.band - 1) * g->sh + (g->KH - 1) * g->dh + 1;
 	p.band_bytes = k_align64(sizeof(float) * (size_t)(in_rows * p.Wp * g->C));

@@ -52,13 +52,7 @@ static narrow_plan make_plan(const kconv_geom *g, int nthreads)
 	const int64_t want = k_cdiv(g->N * g->OH, 4 * nt);
 	band = band < want ? band : want;
 	band = band < 1 ? 1 : band > g->OH ? g->OH : band;
-	int64_t best = band, best_rows = INT64_MAX;
-	for (int64_t b = band; b >= 1 && 2 * b >= band; b--) {
-		int64_t rows = k_cdiv(g->N * k_cdiv(g->OH, b), nt) * b;
-		if (rows < best_rows)
-			best = b, best_rows = rows;
-	}
-	p.band = best;
+	p.band = kconv_even_band(band, g->N, g->OH, nt);
 	p.bands = k_cdiv(g->OH, p.band);
 	p.rows_in = (p.band - 1) * g->sh + (g->KH - 1) * g->dh + 1;
 	/* the band, its slack, and a padded input row (fill_band's tmp) */

@@ -26,6 +26,10 @@ extern const k_kernel kfast_conv2d_nhwc_implicit;
  * layout pass (which leaves such a conv in NCHW when it is alone). */
 extern const k_kernel kfast_conv2d_implicit_nchw;
 bool kconv_implicit_fits(int64_t C, int64_t groups, int64_t KH, int64_t KW, int64_t dilation_w);
+/* Bands of output rows for N images of OH rows on nthreads threads: of
+ * band rows down to half that, the one whose busiest thread has the
+ * fewest rows (conv_implicit.c, conv_narrow.c). */
+int64_t kconv_even_band(int64_t band, int64_t N, int64_t OH, int64_t nthreads);
 /* y[c * ldy + r] = x[r * ldx + c] for a rows x cols block of 4-byte
  * elements, in 8 x 8 register blocks. */
 void kconv_transpose(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows, int64_t cols);
