@@ -27,6 +27,7 @@ typedef struct narrow_plan {
 	int64_t bands;     /* tasks per image */
 	int64_t rows_in;   /* input rows a band reads */
 	int64_t K, groups; /* taps; groups of KNARROW_CH output channels */
+	size_t tmp_at;     /* where fill_band's padded row starts in a thread's band */
 	size_t band_bytes; /* per thread */
 	size_t off_bytes;  /* the shared offset table, first in the workspace */
 	size_t w_bytes;    /* the shared packed weight, after it */
@@ -56,8 +57,8 @@ static narrow_plan make_plan(const kconv_geom *g, int nthreads)
 	p.bands = k_cdiv(g->OH, p.band);
 	p.rows_in = (p.band - 1) * g->sh + (g->KH - 1) * g->dh + 1;
 	/* the band, its slack, and a padded input row (fill_band's tmp) */
-	p.band_bytes = k_align64(sizeof(float) * (size_t)(g->C * p.rows_in * g->sw * p.PW + SLACK_FLOATS)) +
-		       k_align64(sizeof(float) * (size_t)(g->sw * p.PW));
+	p.tmp_at = k_align64(sizeof(float) * (size_t)(g->C * p.rows_in * g->sw * p.PW + SLACK_FLOATS));
+	p.band_bytes = p.tmp_at + k_align64(sizeof(float) * (size_t)(g->sw * p.PW));
 	p.K = g->C * g->KH * g->KW;
 	p.groups = k_cdiv(g->O, KNARROW_CH);
 	p.off_bytes = k_align64(sizeof(int32_t) * (size_t)p.K);
@@ -139,8 +140,7 @@ static void narrow_task(void *ctx, int64_t t, int thread)
 	const narrow_plan *p = &j->p;
 	const int64_t n = t / p->bands, oh0 = (t % p->bands) * p->band, oh1 = k_min64(g->OH, oh0 + p->band);
 	float *band = (float *)(j->bands + (size_t)thread * p->band_bytes);
-	float *tmp = (float *)((char *)band + k_align64(sizeof(float) *
-						      (size_t)(g->C * p->rows_in * g->sw * p->PW + SLACK_FLOATS)));
+	float *tmp = (float *)((char *)band + p->tmp_at);
 	fill_band(j, j->x + n * g->C * g->H * g->W, oh0 * g->sh - g->ph, band, tmp);
 	/* (slack: read by a row's last tile, never stored; zeroed so that no
 	 * lane computes on garbage) */
