@@ -8,6 +8,7 @@
 
 #include "kernels/attention_fast.h"
 #include "kernels/vmath_consts.h"
+#include "kernels/x86/avx512/lanes_avx512.h"
 
 #define AIR_INLINE static inline __attribute__((always_inline))
 
@@ -85,10 +86,6 @@ AIR_INLINE __m512 exp_nonpos16(__m512 x)
 	return _mm512_scalef_ps(p, n);
 }
 
-static inline __mmask16 lanes(int n)
-{
-	return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
 
 static void softmax_avx512(float *s, int np, int n, float scale, const float *madd, const uint8_t *mbool, float *m,
 			   float *l, float *alpha)
@@ -97,7 +94,7 @@ static void softmax_avx512(float *s, int np, int n, float scale, const float *ma
 	__m512 mx = ninf;
 	__mmask16 any = 0;
 	for (int j = 0; j < np; j += 16) {
-		__mmask16 valid = lanes(n - j);
+		__mmask16 valid = k16_lanes(n - j);
 		__m512 x = _mm512_mul_ps(_mm512_loadu_ps(s + j), vscale);
 		if (madd)
 			x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(valid, madd + j));
@@ -124,7 +121,7 @@ static void softmax_avx512(float *s, int np, int n, float scale, const float *ma
 		/* floor first so that no lane goes subnormal; NaN stays (second operand) */
 		__m512 p = exp_nonpos16(_mm512_max_ps(floor, d));
 		/* padding lanes (-inf - (-inf) would be NaN) and weights below the floor are 0 */
-		p = _mm512_maskz_mov_ps(lanes(n - j) & _mm512_cmp_ps_mask(d, floor, _CMP_NLT_UQ), p);
+		p = _mm512_maskz_mov_ps(k16_lanes(n - j) & _mm512_cmp_ps_mask(d, floor, _CMP_NLT_UQ), p);
 		_mm512_storeu_ps(s + j, p);
 		sum = _mm512_add_ps(sum, p);
 	}

@@ -7,15 +7,12 @@
 
 #include "kernels/conv_narrow.h"
 #include "kernels/epilogue.h"
+#include "kernels/x86/avx512/lanes_avx512.h"
 
 #define AIR_INLINE static inline __attribute__((always_inline))
 
 enum { CH = KNARROW_CH, VEC = 16 };
 
-static inline __mmask16 lanes(int64_t n)
-{
-	return n >= VEC ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
 
 /* NV vectors of pixels from ow; the last one masked to the row's end. */
 AIR_INLINE void tile(const int NV, const knarrow_row *p, int64_t ow)
@@ -46,7 +43,7 @@ AIR_INLINE void tile(const int NV, const knarrow_row *p, int64_t ow)
 	__mmask16 m[3];
 #pragma GCC unroll 3
 	for (int v = 0; v < NV; v++)
-		m[v] = lanes(p->OW - ow - VEC * v);
+		m[v] = k16_lanes(p->OW - ow - VEC * v);
 	for (int r = 0; r < p->nch; r++) {
 		const __m512 bias = _mm512_set1_ps(p->bias[r]);
 		float *y = p->y + r * p->ystride + ow;

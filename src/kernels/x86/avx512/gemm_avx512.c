@@ -17,14 +17,10 @@
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/avx2/vmath_avx2.h"
 #include "kernels/x86/avx512/vmath_avx512.h"
+#include "kernels/x86/avx512/lanes_avx512.h"
 
 #define AIR_INLINE static inline __attribute__((always_inline))
 
-/* Lanes [0, n) of one 16-lane vector, n clamped to [0, 16]. */
-static inline __mmask16 lanes(int n)
-{
-	return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
 
 AIR_INLINE __m512 act_simple(__m512 v, k_act act)
 {
@@ -63,7 +59,7 @@ static __attribute__((noinline)) void act_tile(float *c, int64_t ldc, int m, int
 		for (int r = 0; r < m; r++) {
 			float *cr = c + r * ldc;
 			for (int j = 0; j < n; j += 16) {
-				__mmask16 k = lanes(n - j);
+				__mmask16 k = k16_lanes(n - j);
 				__m512 v = _mm512_maskz_loadu_ps(k, cr + j);
 				_mm512_mask_storeu_ps(cr + j, k, kv_gelu16(v));
 			}
@@ -145,7 +141,7 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 	__mmask16 mask[MAXV];
 #pragma GCC unroll 4
 	for (int v = 0; v < NV; v++)
-		mask[v] = lanes(n - 16 * v);
+		mask[v] = k16_lanes(n - 16 * v);
 	__m512 acc[MAXS][MAXR][MAXV];
 #pragma GCC unroll 4
 	for (int s = 0; s < S; s++)
