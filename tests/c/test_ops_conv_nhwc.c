@@ -209,7 +209,7 @@ static void test_conv(void)
 			       1, 1, 1, act % 3 != 0, act, act % 2, IMP};
 		check_conv(&k);
 	}
-	static const conv_case narrow[] = {
+	static const conv_case implicit[] = {
 		{1, 1, 9, 11, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, NULL},
 		{2, 8, 13, 9, 33, 5, 5, 1, 2, 2, 1, 1, 1, 1, 0, 2, 1, NULL},
 		{1, 4, 12, 12, 17, 1, 3, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, NULL},
@@ -217,22 +217,15 @@ static void test_conv(void)
 		{3, 5, 15, 14, 16, 3, 3, 1, 3, 2, 2, 2, 1, 1, 1, 1, 1, NULL},
 		{1, 3, 3, 2, 40, 7, 7, 2, 2, 3, 3, 1, 1, 1, 1, 1, 0, NULL},
 		{1, 3, 40, 1, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, NULL},
-	};
-	for (size_t i = 0; i < sizeof narrow / sizeof narrow[0]; i++) {
-		conv_case k = narrow[i];
-		k.kernel = IMP;
-		check_conv(&k);
-	}
-	/* wide inputs whose output rows hold two micro-tiles or more: the
-	 * implicit GEMM too (stride 2 with a residual; 5x5 at batch 2;
-	 * channels off the vector width) */
-	static const conv_case wide[] = {
+		/* wide inputs whose output rows hold two micro-tiles or more:
+		 * the implicit GEMM too (stride 2 with a residual; 5x5 at batch
+		 * 2; channels off the vector width) */
 		{1, 16, 30, 50, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, NULL},
 		{2, 12, 9, 30, 20, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, 2, 0, NULL},
 		{1, 37, 11, 57, 45, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, NULL},
 	};
-	for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
-		conv_case k = wide[i];
+	for (size_t i = 0; i < sizeof implicit / sizeof implicit[0]; i++) {
+		conv_case k = implicit[i];
 		k.kernel = IMP;
 		check_conv(&k);
 	}
