@@ -237,7 +237,11 @@ static bool supports(const k_call *call, int nchw)
 {
 	kconv_geom g;
 	k_act act;
-	if (!k_all_f32(call) || !call->in_const || !call->in_const[1] || !imp_geom(call, nchw, &g, &act))
+	/* the NCHW op takes a weight that is a graph input too (packed per
+	 * call); the NHWC op exists only where the layout pass put it, for a
+	 * constant weight */
+	bool const_w = call->in_const && call->in_const[1];
+	if (!k_all_f32(call) || (!nchw && !const_w) || !imp_geom(call, nchw, &g, &act))
 		return false;
 	return g.O > 0 && (kconv_implicit_fits(g.C, g.G, g.KH, g.KW, g.dw) || wide_fits(&g)) &&
 	       !(nchw && g.has_residual);

@@ -100,6 +100,7 @@ bool kconv_nhwc_gemm_ok(const k_call *call, kconv_nhwc *c)
 typedef struct packed_w {
 	int64_t G, nblk, nb, O;
 	const float *src;    /* re-packed per call from here, or NULL */
+	bool runtime;        /* the weight is a graph input: re-packed per call from call->in[1] */
 	int64_t src_floats;  /* the weight's size */
 	double *scale;       /* per output channel (owned), or NULL */
 	kgemm_packed_b *b[]; /* packed once: [grp * nblk + block] */
@@ -112,12 +113,19 @@ typedef struct packed_w {
  * L3, took 6-14% longer; inside the model no difference was measurable. */
 enum { REPACK_MIN_ROWS = 512 };
 
+/* Whether the blocks are packed per call (into the workspace) rather than
+ * held: from a weight source, or from a weight that is a graph input. */
+static bool repacks(const packed_w *pw)
+{
+	return pw->src || pw->runtime;
+}
+
 void kconv_nhwc_packed_release(void *p)
 {
 	packed_w *pw = p;
 	if (!pw)
 		return;
-	if (!pw->src)
+	if (!repacks(pw))
 		for (int64_t i = 0; i < pw->G * pw->nblk; i++)
 			kgemm_packed_b_free(pw->b[i]);
 	free(pw->scale);
@@ -133,7 +141,7 @@ size_t kconv_nhwc_prepared_bytes(const void *prepared, size_t *source_bytes)
 	if (pw->src && pw->scale)
 		*source_bytes = sizeof(float) * (size_t)pw->src_floats;
 	size_t bytes = sizeof *pw + (pw->scale ? sizeof(double) * (size_t)pw->O : 0);
-	if (!pw->src)
+	if (!repacks(pw))
 		for (int64_t i = 0; i < pw->G * pw->nblk; i++)
 			bytes += sizeof pw->b[0] + kgemm_packed_b_bytes(pw->b[i]);
 	return bytes;
@@ -149,7 +157,10 @@ air_status kconv_nhwc_pack_weight(const k_call *call, const kconv_geom *g, int64
 {
 	const int64_t taps = g->KH * g->KW, K = taps * g->Cg, Og = g->Og;
 	const int64_t nb = nb_want < Og ? nb_want : Og, nblk = k_cdiv(Og, nb);
-	bool repack = kconv_nhwc_repack_per_call(call, g);
+	/* a weight that is a graph input (a training step's parameter) is
+	 * packed by every call, from wherever it is then */
+	bool runtime = !call->in_const || !call->in_const[1];
+	bool repack = runtime || kconv_nhwc_repack_per_call(call, g);
 	packed_w *pw = calloc(1, sizeof *pw + sizeof pw->b[0] * (size_t)(repack ? 0 : g->G * nblk));
 	if (!pw)
 		return air_error(AIR_OUT_OF_MEMORY, "conv2d_nhwc: no memory to pack the weight");
@@ -157,6 +168,11 @@ air_status kconv_nhwc_pack_weight(const k_call *call, const kconv_geom *g, int64
 	pw->nblk = nblk;
 	pw->nb = nb;
 	pw->O = g->O;
+	pw->runtime = runtime;
+	if (runtime) {
+		*out = pw;
+		return AIR_OK;
+	}
 	if (repack) {
 		pw->src_floats = g->O * K;
 		air_status st = kconv_nhwc_weight_source(call, g->O, &pw->src, &pw->scale);
@@ -195,7 +211,7 @@ air_status kconv_nhwc_pack_weight(const k_call *call, const kconv_geom *g, int64
 size_t kconv_nhwc_repack_bytes(const void *prepared, const kconv_geom *g)
 {
 	const packed_w *pw = prepared;
-	if (!pw || !pw->src)
+	if (!pw || !repacks(pw))
 		return 0;
 	const int64_t K = g->KH * g->KW * g->Cg;
 	size_t bytes = k_align64(sizeof(kgemm_packed_b *) * (size_t)(pw->G * pw->nblk));
@@ -214,26 +230,39 @@ void kconv_nhwc_weight_blocking(const void *prepared, int64_t *nblk, int64_t *nb
 typedef struct repack_job {
 	const kconv_geom *g;
 	const packed_w *pw;
+	const float *src; /* the weight, [O, Cg, KH, KW] */
 	kgemm_packed_b **b;
-	int64_t taps, chunk, nchunk; /* columns per task, tasks per tap */
+	int64_t taps, chunk, nchunk; /* columns per task, tasks per block */
 } repack_job;
 
-/* Task t packs one tap's rows of one column chunk of one block: the rows
- * (c) of tap (ki, kj) of output channel o are w[((grp * Og + o) * Cg + c) *
- * taps + tap], strided by taps down and Cg * taps across. */
+/* Channels of the weight's rows a task packs for every tap before moving
+ * on: their taps x RUN_C floats per output channel stay in L1 meanwhile. */
+enum { RUN_C = 16 };
+
+/* Task t packs one column chunk of one block, every tap: the rows (c) of
+ * tap (ki, kj) of output channel o are w[((grp * Og + o) * Cg + c) * taps
+ * + tap], strided by taps down and Cg * taps across. Taps are the inner
+ * loop over a run of channels, so each line of the weight is read from
+ * memory once (a task per tap read the whole weight once per tap: 3x3
+ * weights packed 3-4x slower). */
 static void repack_task(void *ctx, int64_t t, int thread)
 {
 	const repack_job *j = ctx;
 	const kconv_geom *g = j->g;
 	const packed_w *pw = j->pw;
-	int64_t q = t % j->nchunk, rest = t / j->nchunk, tap = rest % j->taps, blk = rest / j->taps;
+	int64_t q = t % j->nchunk, blk = t / j->nchunk;
 	int64_t grp = blk / pw->nblk, jb = blk % pw->nblk, o0 = grp * g->Og + jb * pw->nb;
-	int64_t cols = k_min64(pw->nb, g->Og - jb * pw->nb), c0 = q * j->chunk;
+	int64_t cols = k_min64(pw->nb, g->Og - jb * pw->nb), c0 = q * j->chunk, c1 = k_min64(cols, c0 + j->chunk);
 	if (c0 >= cols)
 		return;
-	kgemm_pack_b_block(j->b[blk], tap * g->Cg, g->Cg, c0, k_min64(cols, c0 + j->chunk),
-			   pw->src + (o0 + c0) * g->Cg * j->taps + tap, j->taps, g->Cg * j->taps,
-			   pw->scale ? pw->scale + o0 + c0 : NULL);
+	const float *w = j->src + (o0 + c0) * g->Cg * j->taps;
+	const double *scale = pw->scale ? pw->scale + o0 + c0 : NULL;
+	for (int64_t ci = 0; ci < g->Cg; ci += RUN_C) {
+		int64_t run = k_min64(RUN_C, g->Cg - ci);
+		for (int64_t tap = 0; tap < j->taps; tap++)
+			kgemm_pack_b_block(j->b[blk], tap * g->Cg + ci, run, c0, c1, w + ci * j->taps + tap, j->taps,
+					   g->Cg * j->taps, scale);
+	}
 }
 
 /* The B operands for this call: the prepacked ones, or the weight
@@ -241,7 +270,7 @@ static void repack_task(void *ctx, int64_t t, int thread)
 kgemm_packed_b *const *kconv_nhwc_weight_blocks(const k_call *call, const kconv_geom *g, char **ws)
 {
 	const packed_w *pw = call->prepared;
-	if (!pw->src)
+	if (!repacks(pw))
 		return pw->b;
 	const int64_t taps = g->KH * g->KW, K = taps * g->Cg, nblks = pw->G * pw->nblk;
 	kgemm_packed_b **b = (kgemm_packed_b **)*ws;
@@ -253,10 +282,11 @@ kgemm_packed_b *const *kconv_nhwc_weight_blocks(const k_call *call, const kconv_
 	}
 	*ws = at;
 	/* about 64 KiB of packed weight per task, whole panels */
-	int64_t nr = kgemm_tile_cols(), chunk = k_cdiv(16384 / (g->Cg > 0 ? g->Cg : 1), nr) * nr;
+	int64_t nr = kgemm_tile_cols(), chunk = k_cdiv(16384 / (K > 0 ? K : 1), nr) * nr;
 	chunk = chunk < nr ? nr : chunk;
-	repack_job j = {g, pw, b, taps, chunk, k_cdiv(k_min64(pw->nb, g->Og), chunk)};
-	rt_pool_run(call->pool, nblks * taps * j.nchunk, repack_task, &j);
+	const float *src = pw->runtime ? (const float *)call->in[1].data : pw->src;
+	repack_job j = {g, pw, src, b, taps, chunk, k_cdiv(k_min64(pw->nb, g->Og), chunk)};
+	rt_pool_run(call->pool, nblks * j.nchunk, repack_task, &j);
 	return b;
 }
 

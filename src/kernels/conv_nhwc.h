@@ -58,8 +58,8 @@ bool kconv_nhwc_gemm_ok(const k_call *call, kconv_nhwc *c);
 void kconv_nhwc_operands(const k_call *call, const kconv_nhwc *c, const float **bias, const float **res);
 /* The weight as packed GEMM B blocks of up to nb_want output channels,
  * shared by the GEMM conv kernels: packed at prepare, or (low memory, see
- * kconv_nhwc_repack_per_call) re-packed per call into the front of the
- * workspace: kconv_nhwc_repack_bytes there, which kconv_nhwc_weight_blocks
+ * kconv_nhwc_repack_per_call; or a weight that is a graph input, not a
+ * constant) re-packed per call into the front of the workspace: kconv_nhwc_repack_bytes there, which kconv_nhwc_weight_blocks
  * fills and steps *ws past. Blocks are indexed [group * nblk + block]. */
 air_status kconv_nhwc_pack_weight(const k_call *call, const kconv_geom *g, int64_t nb_want, void **out);
 void kconv_nhwc_packed_release(void *prepared);

@@ -250,7 +250,7 @@ const k_kernel kfast_conv2d_nhwc_im2col = {"conv2d_nhwc_im2col_gemm", 0, i2c_sup
 static bool cl_supports(const k_call *call)
 {
 	kconv_nhwc c;
-	if (!k_all_f32(call) || !call->in_const || !call->in_const[1] || i2c_geom(call, 1, &c) != AIR_OK)
+	if (!k_all_f32(call) || i2c_geom(call, 1, &c) != AIR_OK)
 		return false;
 	const kconv_geom *g = &c.g;
 	return g->O > 0 && g->C > 0 && g->G == 1 && !c.has_residual && g->KH * g->KW > 1 &&

@@ -1,6 +1,7 @@
 /* conv_pointwise_t.c - an NCHW 1x1 convolution on a small map, computed
  * as its transpose: Y^T[P, O] = X^T[P, C] @ W^T[C, O], with the weight
- * packed once at prepare (the channels-last kernels' packing) and X^T read
+ * packed once at prepare, or by every call when it is a graph input (the
+ * channels-last kernels' packing, kconv_nhwc_weight_blocks) and X^T read
  * through strides (the GEMM packs its row blocks, as it packs any A that
  * is not row-major), then each image's [P, O] product transposed into
  * Y[O, P] in 8 x 8 register blocks.
@@ -36,7 +37,7 @@ static bool geom(const k_call *call, kconv_geom *g)
 static bool pt_supports(const k_call *call)
 {
 	kconv_geom g;
-	if (!k_all_f32(call) || !call->in_const || !call->in_const[1] || !geom(call, &g))
+	if (!k_all_f32(call) || !geom(call, &g))
 		return false;
 	/* sizes unknown at compile time (-1) are not taken: the scratch is sized
 	 * there. Taken where the direct kernel's last tile of pixels wastes

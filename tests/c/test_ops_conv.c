@@ -275,10 +275,11 @@ static void test_conv2d_narrow(void)
 		for (int act = 0; act <= 8; act++)
 			test_conv_epilogue_case(AIR_F32, &narrow_cases[i], act, act == 5, 1);
 	}
-	for (size_t i = 0; i < sizeof wide_cases / sizeof wide_cases[0]; i++) {
-		test_conv_case(AIR_F32, &wide_cases[i], 1);
-		check_conv_kernel(&wide_cases[i], 1, " conv2d_implicit_gemm_nchw ");
-	}
+	for (size_t i = 0; i < sizeof wide_cases / sizeof wide_cases[0]; i++)
+		for (int wconst = 0; wconst < 2; wconst++) {
+			test_conv_case(AIR_F32, &wide_cases[i], wconst);
+			check_conv_kernel(&wide_cases[i], wconst, " conv2d_implicit_gemm_nchw ");
+		}
 	conv_case narrow_rows = wide_cases[0];
 	narrow_rows.W = 44; /* 22 output pixels a row */
 	check_conv_kernel(&narrow_rows, 1, " conv2d_im2col_channels_last ");
@@ -290,8 +291,9 @@ static void test_conv2d_narrow(void)
  * two images, several chunks, channel blocks split between tasks (130 >
  * 128 on a small map), channel counts off the 8 x 8 transpose blocks,
  * strides, dilation, a non-square kernel (all strided: alone, a stride-1
- * spatial conv goes channels-last through the layout pass). A residual, a grouped conv or a
- * weight that is not constant keep the NCHW im2col. */
+ * spatial conv goes channels-last through the layout pass). A weight that
+ * is a graph input (a training step's parameter) is packed by every call;
+ * a residual or a grouped conv keep the NCHW im2col. */
 static const conv_case channels_last_cases[] = {
 	{2, 17, 10, 12, 130, 3, 3, {2, 1}, {0, 2}, {1, 1}, 1, 1},
 	{3, 20, 9, 11, 130, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 0},
@@ -302,9 +304,10 @@ static const conv_case channels_last_cases[] = {
 static void test_conv2d_channels_last(void)
 {
 	for (size_t i = 0; i < sizeof channels_last_cases / sizeof channels_last_cases[0]; i++) {
-		test_conv_case(AIR_F32, &channels_last_cases[i], 1);
-		check_conv_kernel(&channels_last_cases[i], 1, " conv2d_im2col_channels_last ");
-		check_conv_kernel(&channels_last_cases[i], 0, " conv2d_im2col_gemm ");
+		for (int wconst = 0; wconst < 2; wconst++) {
+			test_conv_case(AIR_F32, &channels_last_cases[i], wconst);
+			check_conv_kernel(&channels_last_cases[i], wconst, " conv2d_im2col_channels_last ");
+		}
 	}
 	/* with a residual (here as in test_conv2d_epilogue), the NCHW im2col */
 	const conv_case *c = &channels_last_cases[0];
@@ -327,8 +330,9 @@ static void test_conv2d_channels_last(void)
 	free(x), free(w), free(r);
 }
 
-/* Which kernel takes a 1x1: the transposed product on a 7x7 map (a
- * constant weight only: it packs it), the direct GEMM elsewhere, 14x14
+/* Which kernel takes a 1x1: the transposed product on a 7x7 map (its
+ * weight packed once, or by every call when it is a graph input), the
+ * direct GEMM elsewhere, 14x14
  * included (196 pixels: the direct kernel's last tile is at most half
  * wide, one vector, on every ISA). */
 static void test_conv2d_pointwise_choice(void)
@@ -339,7 +343,7 @@ static void test_conv2d_pointwise_choice(void)
 		const char *kernel;
 	} cases[] = {
 		{7, 7, 1, " conv2d_gemm_1x1_t "},
-		{7, 7, 0, " conv2d_gemm_1x1 "},
+		{7, 7, 0, " conv2d_gemm_1x1_t "},
 		{14, 14, 1, " conv2d_gemm_1x1 "},
 		{28, 28, 1, " conv2d_gemm_1x1 "},
 	};
@@ -352,6 +356,58 @@ static void test_conv2d_pointwise_choice(void)
 		CHECK(m && strstr(air_model_report(m), cases[i].kernel));
 		air_model_destroy(m);
 		free(x), free(w);
+	}
+}
+
+/* A weight that is a graph input is packed by every call, from the data
+ * of that call: one model, run with one weight and then another (the
+ * second run's packed copy must not be the first's), on each kernel that
+ * packs it: channels-last im2col, the implicit GEMM, the transposed 1x1
+ * (two images), and a weight with 130 output channels (two blocks of
+ * columns) and 3x3 taps over 20 channels (runs of 16 and 4). */
+static void test_conv2d_runtime_weight(void)
+{
+	static const struct {
+		conv_case c;
+		const char *kernel;
+	} cases[] = {
+		{{2, 17, 10, 12, 130, 3, 3, {2, 1}, {0, 2}, {1, 1}, 1, 1}, " conv2d_im2col_channels_last "},
+		{{3, 20, 9, 11, 130, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 0}, " conv2d_im2col_channels_last "},
+		{{1, 16, 30, 50, 24, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 1}, " conv2d_implicit_gemm_nchw "},
+		{{2, 40, 7, 7, 70, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1}, " conv2d_gemm_1x1_t "},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const conv_case *c = &cases[i].c;
+		int64_t OH = out_size(c->H, c->KH, c->p[0], c->s[0], c->d[0], 0);
+		int64_t OW = out_size(c->W, c->KW, c->p[1], c->s[1], c->d[1], 0);
+		int64_t nx = c->N * c->C * c->H * c->W, nw = c->O * c->C * c->KH * c->KW, ny = c->N * c->O * OH * OW;
+		double *x = th_values(nx, AIR_F32), *b = th_values(c->O, AIR_F32);
+		float *xb = th_as(x, nx, AIR_F32), *bb = th_as(b, c->O, AIR_F32);
+		float *wb = malloc(sizeof(float) * (size_t)nw);
+		double *want = malloc(sizeof(double) * (size_t)ny), *mag = malloc(sizeof(double) * (size_t)ny);
+		th_arg args[3] = {th_make(AIR_F32, xb, 4, (int64_t[]){c->N, c->C, c->H, c->W}),
+				  th_make(AIR_F32, wb, 4, (int64_t[]){c->O, c->C, c->KH, c->KW}),
+				  th_make(AIR_F32, bb, 1, (int64_t[]){c->O})};
+		air_attr attrs[5];
+		conv_attrs_of(c, attrs);
+		air_model *m = th_compile("conv2d", args, 2 + c->bias, attrs, 5, 0);
+		CHECK(m && strstr(air_model_report(m), cases[i].kernel));
+		for (int run = 0; m && run < 2; run++) {
+			double *w = th_values(nw, AIR_F32);
+			for (int64_t k = 0; k < nw; k++)
+				wb[k] = (float)w[k];
+			expect_conv(c, OH, OW, x, w, b, want, mag);
+			int r;
+			int64_t dims[AIR_MAX_RANK];
+			float *y = th_run(m, args, 2 + c->bias, &r, dims);
+			char label[96];
+			snprintf(label, sizeof label, "runtime weight case %zu run %d", i, run);
+			if (y)
+				th_compare(label, AIR_F32, y, want, mag, ny, 3e-5, 3e-6);
+			free(y), free(w);
+		}
+		air_model_destroy(m);
+		free(x), free(b), free(xb), free(bb), free(wb), free(want), free(mag);
 	}
 }
 
@@ -981,6 +1037,7 @@ int main(void)
 	test_conv2d_narrow();
 	test_conv2d();
 	test_conv2d_pointwise_choice();
+	test_conv2d_runtime_weight();
 	test_conv2d_channels_last();
 	test_conv2d_symbolic();
 	test_conv2d_epilogue();
