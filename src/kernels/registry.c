@@ -8,6 +8,7 @@
 #include "kernels/attention_fast.h"
 #include "kernels/conv_narrow.h"
 #include "kernels/conv_nhwc.h"
+#include "kernels/elementwise_fast.h"
 #include "kernels/fused_fast.h"
 #include "kernels/linalg_fast.h"
 #include "kernels/linear_rows.h"
@@ -35,6 +36,11 @@ static const k_kernel *const log_softmax[] = {&kfast_log_softmax_rows, NULL};
 static const k_kernel *const layer_norm[] = {&kfast_layer_norm_rows, NULL};
 static const k_kernel *const rms_norm[] = {&kfast_rms_norm_rows, NULL};
 static const k_kernel *const elu[] = {&kfast_elu_vmath, NULL};
+static const k_kernel *const relu[] = {&kfast_relu_lanes, NULL};
+static const k_kernel *const add[] = {&kfast_add_lanes, NULL};
+static const k_kernel *const sub[] = {&kfast_sub_lanes, NULL};
+static const k_kernel *const mul[] = {&kfast_mul_lanes, NULL};
+static const k_kernel *const div_[] = {&kfast_div_lanes, NULL};
 #define VMATH_LIST_(name) static const k_kernel *const vmath_##name[] = {&kfast_##name##_vmath, NULL};
 KFAST_VMATH_OPS(VMATH_LIST_)
 #undef VMATH_LIST_
@@ -64,6 +70,11 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_layer_norm: return layer_norm;
 	case OP_rms_norm: return rms_norm;
 	case OP_elu: return elu;
+	case OP_relu: return relu;
+	case OP_add: return add;
+	case OP_sub: return sub;
+	case OP_mul: return mul;
+	case OP_div: return div_;
 #define VMATH_CASE_(name) \
 	case OP_##name: return vmath_##name;
 	KFAST_VMATH_OPS(VMATH_CASE_)

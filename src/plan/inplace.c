@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/conv_nhwc.h"
+#include "kernels/elementwise_fast.h"
 #include "kernels/fused_fast.h"
 #include "kernels/linalg_fast.h"
 #include "kernels/rowops_fast.h"
@@ -54,13 +55,23 @@ static const k_kernel *const residual_in_place[] = {
  * fast fused_elementwise (kernels/fused_fast.c) is the reference's tile
  * loop whose instructions are such vmath calls or loops out[i] = f(in[i]).
  * elu's (kernels/elu_fast.c) copies each tile of x before its last loop,
- * which reads x[i] before it writes y[i]. */
+ * which reads x[i] before it writes y[i]. The lanes kernels
+ * (kernels/elementwise_fast.c: relu, and add, sub, mul, div of inputs of
+ * the output's size) load a[i..i+7] and b[i..i+7] before they store
+ * y[i..i+7], so either input may be the output; when sizes known only at
+ * run time broadcast, they hand the call to the reference kernel, which
+ * may run in place too (above). */
 static const k_kernel *const unary_in_place[] = {
 #define VMATH_ENTRY_(name) &kfast_##name##_vmath,
 	KFAST_VMATH_OPS(VMATH_ENTRY_)
 #undef VMATH_ENTRY_
 	&kfast_elu_vmath,
 	&kfast_fused_elementwise,
+	&kfast_relu_lanes,
+	&kfast_add_lanes,
+	&kfast_sub_lanes,
+	&kfast_mul_lanes,
+	&kfast_div_lanes,
 	NULL,
 };
 

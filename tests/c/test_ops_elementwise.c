@@ -1469,6 +1469,64 @@ static void test_refused(void)
 	}
 }
 
+/* ---- the lanes kernels: standalone relu, same-size add/sub/mul/div ------- */
+
+/* f32 relu and add, sub, mul, div of two inputs of the output's size run
+ * elementwise_fast.c's kernels (the name is checked), split over the pool:
+ * sizes around the 8-lane step and past two tasks of K_GRAIN, an input
+ * with a leading 1 ([1, n] with [n]), NaN, infinities and signed zeros.
+ * Their values are the float operation's own, so they must match exactly
+ * (relu: NaN stays NaN, -0.0 stays -0.0). */
+static void test_lanes(void)
+{
+	static const char *const ops[] = {"relu", "add", "sub", "mul", "div"};
+	static const int64_t sizes[] = {1, 7, 8, 9, 2 * 16384 + 5};
+	for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+		int64_t n = sizes[si];
+		float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+		for (int64_t i = 0; i < n; i++) {
+			a[i] = (float)uniform(-4, 4);
+			b[i] = (float)uniform(-4, 4);
+		}
+		static const float specials[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 3.0f, -2.5f};
+		for (int64_t i = 0; i < n && i < 7; i++) {
+			a[i] = specials[i];
+			b[i] = specials[(i + 3) % 7];
+		}
+		for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+			int nin = k == 0 ? 1 : 2;
+			int64_t lead[2] = {1, n};
+			th_arg args[2] = {th_make(AIR_F32, a, 1, &n), th_make(AIR_F32, b, 2, lead)};
+			air_model *m = th_compile(ops[k], args, nin, NULL, 0, 0);
+			if (!m)
+				continue;
+			char name[32];
+			snprintf(name, sizeof name, " %s_lanes ", ops[k]);
+			CHECK(strstr(air_model_report(m), name) != NULL);
+			int rank;
+			int64_t dims[AIR_MAX_RANK];
+			float *y = th_run(m, args, nin, &rank, dims);
+			air_model_destroy(m);
+			if (!y)
+				continue;
+			int64_t bad = 0;
+			for (int64_t i = 0; i < n; i++) {
+				float w = k == 0 ? (a[i] < 0.0f ? 0.0f : a[i])
+				          : k == 1 ? a[i] + b[i] : k == 2 ? a[i] - b[i] : k == 3 ? a[i] * b[i] : a[i] / b[i];
+				bool same = isnan(w) ? isnan(y[i]) : memcmp(&w, &y[i], sizeof w) == 0;
+				if (!same && bad++ < 3)
+					fprintf(stderr, "%s n=%lld [%lld]: got %g want %g\n", ops[k], (long long)n, (long long)i,
+						(double)y[i], (double)w);
+			}
+			check_count++;
+			if (bad)
+				check_failures++;
+			free(y);
+		}
+		free(a), free(b);
+	}
+}
+
 int main(void)
 {
 	test_unary_float();
@@ -1480,5 +1538,6 @@ int main(void)
 	test_where();
 	test_cast();
 	test_refused();
+	test_lanes();
 	return check_report("test_ops_elementwise");
 }
