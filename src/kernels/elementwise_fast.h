@@ -1,4 +1,4 @@
-/* elementwise_fast.h - standalone relu and same-shape add, sub, mul, div
+/* elementwise_fast.h - standalone relu, clamp and same-shape add, sub, mul, div
  * of f32 tensors, split over the pool (elementwise_fast.c); listed in
  * registry.c. Chains of elementwise ops are fused instead (fused_fast.h). */
 #ifndef AIR_KERNELS_ELEMENTWISE_FAST_H
@@ -6,6 +6,6 @@
 
 #include "kernels/kernel.h"
 
-extern const k_kernel kfast_relu_lanes, kfast_add_lanes, kfast_sub_lanes, kfast_mul_lanes, kfast_div_lanes;
+extern const k_kernel kfast_relu_lanes, kfast_clamp_lanes, kfast_add_lanes, kfast_sub_lanes, kfast_mul_lanes, kfast_div_lanes;
 
 #endif

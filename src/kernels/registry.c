@@ -37,6 +37,7 @@ static const k_kernel *const layer_norm[] = {&kfast_layer_norm_rows, NULL};
 static const k_kernel *const rms_norm[] = {&kfast_rms_norm_rows, NULL};
 static const k_kernel *const elu[] = {&kfast_elu_vmath, NULL};
 static const k_kernel *const relu[] = {&kfast_relu_lanes, NULL};
+static const k_kernel *const clamp[] = {&kfast_clamp_lanes, NULL};
 static const k_kernel *const add[] = {&kfast_add_lanes, NULL};
 static const k_kernel *const sub[] = {&kfast_sub_lanes, NULL};
 static const k_kernel *const mul[] = {&kfast_mul_lanes, NULL};
@@ -71,6 +72,7 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_rms_norm: return rms_norm;
 	case OP_elu: return elu;
 	case OP_relu: return relu;
+	case OP_clamp: return clamp;
 	case OP_add: return add;
 	case OP_sub: return sub;
 	case OP_mul: return mul;

@@ -56,7 +56,7 @@ static const k_kernel *const residual_in_place[] = {
  * loop whose instructions are such vmath calls or loops out[i] = f(in[i]).
  * elu's (kernels/elu_fast.c) copies each tile of x before its last loop,
  * which reads x[i] before it writes y[i]. The lanes kernels
- * (kernels/elementwise_fast.c: relu, and add, sub, mul, div of inputs of
+ * (kernels/elementwise_fast.c: relu, clamp, and add, sub, mul, div of inputs of
  * the output's size) load a[i..i+7] and b[i..i+7] before they store
  * y[i..i+7], so either input may be the output; when sizes known only at
  * run time broadcast, they hand the call to the reference kernel, which
@@ -68,6 +68,7 @@ static const k_kernel *const unary_in_place[] = {
 	&kfast_elu_vmath,
 	&kfast_fused_elementwise,
 	&kfast_relu_lanes,
+	&kfast_clamp_lanes,
 	&kfast_add_lanes,
 	&kfast_sub_lanes,
 	&kfast_mul_lanes,

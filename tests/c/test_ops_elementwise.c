@@ -1471,12 +1471,13 @@ static void test_refused(void)
 
 /* ---- the lanes kernels: standalone relu, same-size add/sub/mul/div ------- */
 
-/* f32 relu and add, sub, mul, div of two inputs of the output's size run
+/* f32 relu, clamp, and add, sub, mul, div of two inputs of the output's size run
  * elementwise_fast.c's kernels (the name is checked), split over the pool:
  * sizes around the 8-lane step and past two tasks of K_GRAIN, an input
  * with a leading 1 ([1, n] with [n]), NaN, infinities and signed zeros.
  * Their values are the float operation's own, so they must match exactly
- * (relu: NaN stays NaN, -0.0 stays -0.0). */
+ * (relu and clamp: NaN stays NaN, -0.0 stays -0.0; clamp with min > max
+ * gives max). */
 static void test_lanes(void)
 {
 	static const char *const ops[] = {"relu", "add", "sub", "mul", "div"};
@@ -1516,6 +1517,36 @@ static void test_lanes(void)
 				bool same = isnan(w) ? isnan(y[i]) : memcmp(&w, &y[i], sizeof w) == 0;
 				if (!same && bad++ < 3)
 					fprintf(stderr, "%s n=%lld [%lld]: got %g want %g\n", ops[k], (long long)n, (long long)i,
+						(double)y[i], (double)w);
+			}
+			check_count++;
+			if (bad)
+				check_failures++;
+			free(y);
+		}
+		/* clamp: both bounds (relu6), one of them, min > max (gives max) */
+		static const double bounds[][4] = {{0, 6, 1, 1}, {-1.5, 0, 1, 0}, {0, 2.25, 0, 1}, {5, 3, 1, 1}};
+		for (size_t q = 0; q < sizeof bounds / sizeof bounds[0]; q++) {
+			air_attr at[4] = {th_float("min", bounds[q][0]), th_float("max", bounds[q][1]),
+					  th_int("has_min", (int64_t)bounds[q][2]), th_int("has_max", (int64_t)bounds[q][3])};
+			th_arg x = th_make(AIR_F32, a, 1, &n);
+			air_model *m = th_compile("clamp", &x, 1, at, 4, 0);
+			if (!m)
+				continue;
+			CHECK(strstr(air_model_report(m), " clamp_lanes ") != NULL);
+			int rank;
+			int64_t dims[AIR_MAX_RANK];
+			float *y = th_run(m, &x, 1, &rank, dims);
+			air_model_destroy(m);
+			if (!y)
+				continue;
+			float lo = bounds[q][2] ? (float)bounds[q][0] : -INFINITY, hi = bounds[q][3] ? (float)bounds[q][1] : INFINITY;
+			int64_t bad = 0;
+			for (int64_t i = 0; i < n; i++) {
+				float l = a[i] < lo ? lo : a[i], w = l > hi ? hi : l;
+				bool same = isnan(w) ? isnan(y[i]) : memcmp(&w, &y[i], sizeof w) == 0;
+				if (!same && bad++ < 3)
+					fprintf(stderr, "clamp %zu n=%lld [%lld]: got %g want %g\n", q, (long long)n, (long long)i,
 						(double)y[i], (double)w);
 			}
 			check_count++;
