@@ -242,9 +242,9 @@ enum { RUN_C = 16 };
 /* Task t packs one column chunk of one block, every tap: the rows (c) of
  * tap (ki, kj) of output channel o are w[((grp * Og + o) * Cg + c) * taps
  * + tap], strided by taps down and Cg * taps across. Taps are the inner
- * loop over a run of channels, so each line of the weight is read from
- * memory once (a task per tap read the whole weight once per tap: 3x3
- * weights packed 3-4x slower). */
+ * loop over a run of channels, so each line of the weight comes from
+ * memory once; with a task per tap, every task read all of the chunk's
+ * lines for one float in taps of each. */
 static void repack_task(void *ctx, int64_t t, int thread)
 {
 	const repack_job *j = ctx;

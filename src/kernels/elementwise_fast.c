@@ -8,9 +8,9 @@
  * to fuse it with; the backward graph adds gradients tensor to tensor.
  * The reference kernels ran them on one thread: ResNet-50 at batch 4 spent
  * 33 ms a step in add_ref and 12 ms in relu_ref; MobileNetV2 at batch 2
- * spent 40 ms in clamp_ref (its relu6), two thirds of its compiled time. The ops move memory and
- * do next to no arithmetic, so SSE is as fast as wider vectors here; what
- * counts is the second thread. */
+ * spent 40 ms in clamp_ref (its relu6), two thirds of its compiled time.
+ * The ops move memory and do next to no arithmetic, so SSE is as fast as
+ * wider vectors here; what counts is the second thread. */
 #include "kernels/elementwise_fast.h"
 
 #include <math.h>
