@@ -1,0 +1,87 @@
+"""A training step's forward graph returns permute(W) of each linear's weight
+for the backward, which transposes it back. Those transposes are left to
+eager as views (torchair.compiler._eager_views): no weight-sized copies, the
+same gradients, and inference graphs keep compiling their permutes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from _compile import compile_recording
+from torchair.compiler import EAGER_VIEW_REASON
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.a = torch.nn.Linear(24, 40)
+        self.b = torch.nn.Linear(40, 12)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.nn.functional.gelu(self.a(x)))
+
+
+def _eager_view_nodes(reports, graph: str) -> list[str]:
+    return [node for r in reports if r.graph == graph for node, _, why in r.fallbacks if why == EAGER_VIEW_REASON]
+
+
+def test_saved_weight_transposes_are_views_and_gradients_match():
+    model, ref = Mlp().train(), Mlp().train()
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(6, 24)
+    compiled, reports = compile_recording(model)
+    for step in range(2):  # the second step runs the compiled graphs again
+        for m in (model, ref):
+            m.zero_grad()
+        out = compiled(x)
+        out.square().mean().backward()
+        ref(x).square().mean().backward()
+        torch.testing.assert_close(out, ref(x), rtol=1e-5, atol=1e-6)
+        for p, q in zip(model.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
+    # the forward saves the second linear's W^T (the first one's input needs
+    # no gradient, so its W^T is not saved); the backward transposes it back
+    assert _eager_view_nodes(reports, "forward"), [r.fallbacks for r in reports]
+    assert _eager_view_nodes(reports, "backward"), [r.fallbacks for r in reports]
+
+
+def test_a_parameter_updated_between_steps_is_seen():
+    # the saved view is of the parameter itself: an optimizer step changes
+    # what the next forward and backward read, as in eager
+    model, ref = Mlp().train(), Mlp().train()
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(5, 24)
+    compiled, _ = compile_recording(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for _ in range(3):
+        for o in (opt, opt_ref):
+            o.zero_grad()
+        compiled(x).square().mean().backward()
+        ref(x).square().mean().backward()
+        opt.step()
+        opt_ref.step()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
+
+
+def test_inference_graphs_keep_their_permutes_compiled():
+    def transpose(x: torch.Tensor) -> torch.Tensor:
+        return x.t()
+
+    compiled, reports = compile_recording(transpose)
+    x = torch.randn(7, 9)
+    with torch.no_grad():
+        y = compiled(x)
+    torch.testing.assert_close(y, x.t())
+    assert not any(why == EAGER_VIEW_REASON for r in reports for _, _, why in r.fallbacks)
+    assert sum(s.compiled for r in reports for s in r.subgraphs) >= 1
