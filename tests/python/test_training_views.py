@@ -85,3 +85,35 @@ def test_inference_graphs_keep_their_permutes_compiled():
     torch.testing.assert_close(y, x.t())
     assert not any(why == EAGER_VIEW_REASON for r in reports for _, _, why in r.fallbacks)
     assert sum(s.compiled for r in reports for s in r.subgraphs) >= 1
+
+
+class Flatten(torch.nn.Module):
+    """[B, T, C] -> [B * T, C] -> linear -> gelu -> [B, T, D]: the forward
+    returns its reshapes for the backward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(1)
+        self.a = torch.nn.Linear(24, 16)
+        self.b = torch.nn.Linear(16, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.nn.functional.gelu(self.a(x.reshape(-1, x.shape[-1])))
+        return self.b(h).reshape(x.shape[0], x.shape[1], -1)
+
+
+def test_returned_reshapes_are_views_and_gradients_match():
+    model, ref = Flatten().train(), Flatten().train()
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(2, 5, 24, requires_grad=True)
+    xr = x.detach().clone().requires_grad_(True)
+    compiled, reports = compile_recording(model)
+    out = compiled(x)
+    out.square().mean().backward()
+    ref(xr).square().mean().backward()
+    torch.testing.assert_close(out, ref(xr), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-6)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
+    reshaped = [op for r in reports if r.graph == "forward" for _, op, why in r.fallbacks if why == EAGER_VIEW_REASON]
+    assert any("view" in op or "reshape" in op for op in reshaped), [r.fallbacks for r in reports]
