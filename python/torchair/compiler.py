@@ -178,9 +178,10 @@ _RESHAPES = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, t
 
 
 def _eager_views(gm: GraphModule, frozen_positions: Sequence[int]) -> set[Node]:
-    """Transposes of graph inputs that eager gives as views, for free, where a
-    subgraph would copy: returns the permute nodes to leave out of the
-    partitions (adding a duplicate where a compute user still needs one).
+    """Transposes of graph inputs, and reshapes the graph returns, that eager
+    gives as views, for free, where a subgraph would copy: returns the nodes
+    to leave out of the partitions (adding a duplicate where a compute user
+    still needs one). Training graphs only (see _compile_graph).
 
     A training step's forward graph returns permute(W) of every linear's
     weight for the backward to use, and the backward transposes it back:
