@@ -3,8 +3,10 @@
  * reference oracle.
  *
  * Blocking follows the BLIS/GotoBLAS scheme. B is packed once into panels of
- * nr columns covering all of K (kgemm_pack_b for weights; a parallel phase of
- * the call otherwise). The output is cut into tasks of mc rows x nc columns.
+ * nr columns covering all of K (kgemm_pack_b for weights). A B given at call
+ * time is packed as it is used, where the kernel can (row-major B and a
+ * strided kernel that stores what it reads: kgemm_run_b_source), else in a
+ * parallel phase of the call first. The output is cut into tasks of mc rows x nc columns.
  * A task walks K in blocks of kc; for each nr-wide B micro-panel (kc x nr,
  * in L1) it runs the micro-kernel down the block's rows, whose mc x kc block
  * of A stays in L2. Row-major A is read in place (the kernel broadcasts from
@@ -85,7 +87,7 @@ static const kgemm_ukernel_desc kgemm_ukernels[] = {
 	{.name = "avx512_12x32", .isa = KCPU_AVX512, .mr = 12, .nr = 32, .fn = kgemm_ukernel_12x32__avx512,
 	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_12x32_strided__avx512,
 	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4, .seg = kgemm_ukernel_12x32_seg__avx512,
-	 .tile_prefetch = 1},
+	 .tile_prefetch = 1, .strided_packs_b = 1},
 	{.name = "avx2_6x16", .isa = KCPU_AVX2, .mr = 6, .nr = 16, .fn = kgemm_ukernel_6x16__avx2,
 	 .kc = KGEMM_KC_AVX2, .mc = KGEMM_MC, .nc = KGEMM_NC, .seg = kgemm_ukernel_6x16_seg__avx2,
 	 .strided = kgemm_ukernel_6x16_strided__avx2},
@@ -429,6 +431,13 @@ static size_t kgemm_slot_bytes(const kgemm_ukernel_desc *uk, int64_t M, int64_t 
 	return kgemm_align((size_t)mc * (size_t)kc * sizeof(float));
 }
 
+/* Bytes of one micro-panel of B a thread packs as it goes. */
+static size_t kgemm_panel_bytes(const kgemm_ukernel_desc *uk, int64_t M, int64_t K)
+{
+	int64_t kc = M <= uk->mr ? K : k_min64(K, uk->kc);
+	return kgemm_align((size_t)kc * (size_t)uk->nr * sizeof(float));
+}
+
 static int kgemm_empty(int64_t M, int64_t N, int64_t K)
 {
 	return M <= 0 || N <= 0 || K <= 0;
@@ -448,8 +457,11 @@ size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
 	if (kgemm_empty(M, N, K))
 		return 0;
 	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	if (nthreads < 1)
+		nthreads = 1;
+	/* room for either way of running B (kgemm_f32) */
 	return kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float)) +
-	       kgemm_packed_workspace_bytes(M, N, K, nthreads);
+	       kgemm_packed_workspace_bytes(M, N, K, nthreads) + (size_t)nthreads * kgemm_panel_bytes(uk, M, K);
 }
 
 /* Batch items whose packed B fit in one round of the batched call. */
@@ -484,6 +496,12 @@ typedef struct kgemm_job {
 	char *slots; /* per-thread A blocks */
 	size_t slot_bytes;
 	int direct_a; /* A is read in place (row-major), not packed */
+	/* B not packed beforehand (Bp unused): row-major, rows ldb apart. A
+	 * task's first row tile reads each micro-panel in place and stores it
+	 * packed, at panel_at in the thread's slot, for the tiles below it */
+	const float *Bsrc;
+	int64_t ldb;
+	size_t panel_at;
 } kgemm_job;
 
 static void kgemm_task(void *ctx, int64_t t, int thread)
@@ -502,6 +520,7 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 	const k_epilogue *ep = j->ep;
 	const float *res = ep->residual ? ep->residual + b * j->bs_c : NULL;
 	float *abuf = (float *)(j->slots + (size_t)thread * j->slot_bytes);
+	float *bpanel = (float *)(j->slots + (size_t)thread * j->slot_bytes + j->panel_at);
 
 	kgemm_tile_ep te = {0};
 	te.alpha = ep->alpha;
@@ -525,7 +544,7 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 		const int64_t plines = kc * nr / 16, tiles = k_cdiv(m1 - m0, mr);
 		const int64_t pf_step = k_cdiv(plines, tiles);
 		for (int64_t jj = n0; jj < n1; jj += nr) {
-			const float *bp = Bp + (jj / nr) * K * nr + pc * nr;
+			const float *bp = j->Bsrc ? bpanel : Bp + (jj / nr) * K * nr + pc * nr;
 			/* prefetched: the panel KGEMM_PF_PANELS ahead in this task's
 			 * order (panels of a K block, then the next K block) */
 			const int64_t q = (pc / j->plan.kc) * npanels + (jj - n0) / nr + KGEMM_PF_PANELS;
@@ -535,7 +554,7 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 			 * hardware prefetchers alone ran M = 1 and M = 4 against a
 			 * 2048x1000 weight 1.15-1.4x as fast, hot or cold) */
 			const int burst_only = uk->tile_prefetch && m1 - m0 <= mr;
-			const char *next = pc_next < K && !burst_only
+			const char *next = pc_next < K && !burst_only && !j->Bsrc
 						   ? (const char *)(Bp + (jj_next / nr) * K * nr + pc_next * nr)
 						   : NULL;
 			const int n = (int)k_min64(nr, n1 - jj);
@@ -560,6 +579,13 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 				te.res = res ? res + ii * te.ld_res + jj : NULL;
 				/* a packed panel holds mr rows: (ii - m0) * kc = panel * mr * kc */
 				const float *a = j->direct_a ? ablk + (ii - m0) * rs : ablk + (ii - m0) * kc;
+				if (j->Bsrc && ii == m0) {
+					te.bcopy = bpanel;
+					uk->strided(kc, a, rs, cs, j->Bsrc + pc * j->ldb + jj, j->ldb, C + ii * ldc + jj,
+						    ldc, m, n, &te);
+					te.bcopy = NULL;
+					continue;
+				}
 				uk->fn(kc, a, rs, cs, bp, C + ii * ldc + jj, ldc, m, n, &te);
 			}
 		}
@@ -627,8 +653,24 @@ static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, in
 	int nthreads = rt_pool_size(pool);
 	kgemm_job j = {uk, M, N, K, A, bs_a, rs_a, cs_a, Bp, bs_bp, C, bs_c, ldc, ep,
 		       kgemm_make_plan(uk, batch, M, N, K, nthreads), slots, kgemm_slot_bytes(uk, M, K),
-		       cs_a == 1};
+		       cs_a == 1, NULL, 0, 0};
 	rt_pool_run(pool, batch * j.plan.nm * j.plan.nn, kgemm_task, &j);
+}
+
+/* kgemm_run with a row-major B not packed beforehand (kgemm_job.Bsrc): a
+ * separate packing pass read all of B from memory and wrote it back before
+ * any product started; here each panel is packed by the tile that first
+ * reads it, while it computes. */
+static void kgemm_run_b_source(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
+			       int64_t rs_a, int64_t cs_a, const float *B, int64_t ldb, float *C, int64_t ldc,
+			       const k_epilogue *ep, rt_pool *pool, char *slots)
+{
+	int nthreads = rt_pool_size(pool);
+	size_t a_bytes = kgemm_slot_bytes(uk, M, K);
+	kgemm_job j = {uk, M, N, K, A, 0, rs_a, cs_a, NULL, 0, C, 0, ldc, ep,
+		       kgemm_make_plan(uk, 1, M, N, K, nthreads), slots, a_bytes + kgemm_panel_bytes(uk, M, K),
+		       cs_a == 1, B, ldb, a_bytes};
+	rt_pool_run(pool, j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 
 /* Handles the degenerate sizes; returns 1 if nothing is left to do. */
@@ -858,6 +900,10 @@ void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, in
 	const kgemm_ukernel_desc *uk = kgemm_ukernel();
 	if (kgemm_thin(uk, M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, ep, pool, workspace))
 		return;
+	if (cs_b == 1 && uk->strided_packs_b) {
+		kgemm_run_b_source(uk, M, N, K, A, rs_a, cs_a, B, rs_b, C, ldc, ep, pool, workspace);
+		return;
+	}
 	float *Bp = workspace;
 	char *slots = (char *)workspace + kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float));
 	kgemm_pack_b_parallel(1, K, N, B, 0, rs_b, cs_b, uk->nr, Bp, 0, pool);

@@ -46,6 +46,10 @@ typedef struct kgemm_tile_ep {
 	 * few line-fill buffers. */
 	const char *pf;
 	int pf_lines;
+	/* For strided kernels whose descriptor sets strided_packs_b: where
+	 * to store the kc x nr B panel the tile reads in place, as
+	 * kgemm_pack_b lays it out (NULL: nowhere) */
+	float *bcopy;
 } kgemm_tile_ep;
 
 /* C[m x n] (m <= mr, n <= nr) op= A (m x kc) @ B panel (kc x nr), then
@@ -88,6 +92,8 @@ typedef struct kgemm_ukernel_desc {
 	/* fn issues kgemm_tile_ep.pf itself; otherwise the driver issues
 	 * them before the call */
 	int tile_prefetch;
+	/* strided stores its B panel to kgemm_tile_ep.bcopy */
+	int strided_packs_b;
 } kgemm_ukernel_desc;
 
 /* The micro-kernel chosen for this CPU (what kgemm_f32 uses), for kernels

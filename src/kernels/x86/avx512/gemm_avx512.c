@@ -129,6 +129,16 @@ AIR_INLINE void aadvance(const int PACKED, const int ROWS, arows *A, int k)
 		A->base[q] += k;
 }
 
+/* Row p of a packed B panel from the row just loaded in place: masked
+ * loads zeroed the columns past n, and a one-vector tile (n <= 16) pads the
+ * rest, so the panel is what kgemm_pack_b writes. */
+AIR_INLINE void copy_b_row(const int NV, float *dst, const __m512 *bv)
+{
+#pragma GCC unroll 4
+	for (int v = 0; v < NR / 16; v++)
+		_mm512_storeu_ps(dst + 16 * v, v < NV ? bv[v] : _mm512_setzero_ps());
+}
+
 /* One tile: ROWS rows (<= MR) x NV vectors of 16 columns, S accumulator
  * sets; B row p at b + p * ldb (BMASK: B read in place, masked to n); PF:
  * issues ep->pf's lines (gemm_internal.h), one every 4 k steps, and PF 2
@@ -167,6 +177,9 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 	const int U = S > 1 ? S : 1;
 	/* (a count and a cursor spilled the in-place A rows' pointers to the
 	 * stack; a base and an end step leave them in registers) */
+	/* B read in place may also be stored, as it is read, into a packed
+	 * panel (kgemm_tile_ep.bcopy) */
+	float *bc = BMASK ? ep->bcopy : NULL;
 	const char *pf = ep->pf;
 	const int64_t pf_end = PF ? 4 * (int64_t)ep->pf_lines : 0;
 	/* nseg blocks of kc along K, block g of A at a + g * seg_stride (see
@@ -194,6 +207,8 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 #pragma GCC unroll 4
 				for (int v = 0; v < NV; v++)
 					bv[v] = loadb(BMASK, mask[v], b + u * ldb + v * 16);
+				if (BMASK && bc)
+					copy_b_row(NV, bc + u * NR, bv);
 #pragma GCC unroll 16
 				for (int r = 0; r < ROWS; r++) {
 					__m512 ar = _mm512_set1_ps(aload(PACKED, &A, r, u));
@@ -204,12 +219,18 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 			}
 			aadvance(PACKED, ROWS, &A, U);
 			b += U * ldb;
+			if (BMASK && bc)
+				bc += U * NR;
 		}
 		for (; p < kc; p++) {
 			__m512 bv[MAXV];
 #pragma GCC unroll 4
 			for (int v = 0; v < NV; v++)
 				bv[v] = loadb(BMASK, mask[v], b + v * 16);
+			if (BMASK && bc) {
+				copy_b_row(NV, bc, bv);
+				bc += NR;
+			}
 #pragma GCC unroll 16
 			for (int r = 0; r < ROWS; r++) {
 				__m512 ar = _mm512_set1_ps(aload(PACKED, &A, r, 0));
