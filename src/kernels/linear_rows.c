@@ -1,6 +1,7 @@
-/* linear_rows.c - linear whose constant weight stays where its owner keeps
- * it (a module's parameter, borrowed by the graph): the kernel under
- * enable_memory_optimization, which holds no packed copy. linear_packed
+/* linear_rows.c - linear whose weight stays where its owner keeps it: a
+ * module's parameter borrowed by the graph as a constant (the kernel under
+ * enable_memory_optimization, which holds no packed copy), or a weight
+ * that is a graph input (a training step's). linear_packed
  * held BERT-base's 343 MB of weights a second time, and its peak RSS was
  * 1.49x eager's.
  *
@@ -188,17 +189,28 @@ static void dims(const k_call *call, int64_t *M, int64_t *N, int64_t *K)
 		*M = (*M < 0 || x->dims[i] < 0) ? -1 : *M * x->dims[i];
 }
 
-/* The weight is a borrowed constant as it stands (not scaled by a folded
- * batch norm), and the compile prefers memory to time. */
+/* The weight is a graph input (a training step's parameter), or a borrowed
+ * constant as it stands (not scaled by a folded batch norm) and the compile
+ * prefers memory to time. An input weight would otherwise be transposed
+ * into panels on every call (linear_gemm): BERT-base's products at 128
+ * tokens, F.linear with the weight an argument, 2 threads, interleaved
+ * medians against eager: 768x768 0.77x -> 0.84-0.88x, 768x3072 0.88x ->
+ * 0.98-0.99x; a BERT-base b1 training step's linears 93 -> 68 ms. Under
+ * 256 it lost there too (ViT-Tiny's 192-wide layers 0.69-0.86x -> 0.53-0.70x). */
 static bool rows_supports(const k_call *call)
 {
 	int64_t M, N, K;
-	if (!k_all_f32(call) || !call->low_memory || !call->in_const[1] || !call->in_source)
+	if (!k_all_f32(call))
+		return false;
+	dims(call, &M, &N, &K);
+	if (N < MIN_WEIGHT_DIM || K < MIN_WEIGHT_DIM || M < MIN_TOKENS)
+		return false;
+	if (!call->in_const[1])
+		return true;
+	if (!call->low_memory || !call->in_source)
 		return false;
 	const k_const_source *s = &call->in_source[1];
-	dims(call, &M, &N, &K);
-	return s->base && !s->row_scale && s->base == call->in[1].data && N >= MIN_WEIGHT_DIM && K >= MIN_WEIGHT_DIM &&
-	       M >= MIN_TOKENS;
+	return s->base && !s->row_scale && s->base == call->in[1].data;
 }
 
 static size_t rows_ws(const k_call *call, int nthreads)

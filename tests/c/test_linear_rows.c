@@ -5,7 +5,8 @@
  * tile loop's reach), with and without bias, residual and each kind of
  * activation, x of rank 2 and 3, against the reference kernels. A weight
  * the graph owns, or a compile without memory optimization, keeps the
- * packed kernel. */
+ * packed kernel. A weight that is a graph input is read in place too (from
+ * the same sizes on). */
 #include <math.h>
 #include <stdio.h>
 
@@ -17,6 +18,8 @@ typedef struct lin_case {
 	int rank3;
 } lin_case;
 
+/* borrow: 0 an owned constant weight, 1 a borrowed one, 2 a graph input
+ * (then the inputs are x, w and the residual) */
 static air_graph *build(const lin_case *c, int borrow)
 {
 	air_graph *g;
@@ -26,7 +29,9 @@ static air_graph *build(const lin_case *c, int borrow)
 	air_value in[4];
 	int n = 0;
 	in[n++] = input(g, "x", c->rank3 ? 3 : 2, c->rank3 ? xd3 : xd2);
-	if (borrow) {
+	if (borrow == 2) {
+		in[n++] = input(g, "w", 2, wd);
+	} else if (borrow) {
 		in[n++] = constant(g, 2, wd, -0.5f, 0.5f);
 	} else {
 		float *w = randv(c->N * c->K, -0.5f, 0.5f);
@@ -88,6 +93,45 @@ static void check_case(const lin_case *c)
 	air_graph_destroy(g);
 }
 
+/* A weight given at run time (a training step's parameter) is read in place
+ * too, whatever the memory option: two calls with different weights, each
+ * against the reference. Under 16 tokens or 256 rows or columns it keeps
+ * linear_gemm (packing the weight on every call). */
+static void check_input_weight(const lin_case *c, int rows_expected)
+{
+	air_graph *g = build(c, 2);
+	air_model *fast = compile(g, 0, 0), *ref = compile(g, AIR_COMPILE_REFERENCE_KERNELS, 0);
+	air_model *nomem = compile(g, AIR_COMPILE_NO_MEMORY_REUSE, 0);
+	const char *want = rows_expected ? "linear_gemm_weight_rows" : "linear_gemm ";
+	CHECK(strstr(air_model_report(fast), want) != NULL);
+	CHECK(strstr(air_model_report(nomem), want) != NULL);
+	int rank[3] = {2, 2, 2};
+	int64_t dims[3][4] = {{c->M, c->K}, {c->N, c->K}, {c->M, c->N}};
+	const double tol = 1e-5 + 2e-6 * sqrt((double)c->K);
+	for (int call = 0; call < 2; call++) {
+		float *x = randv(c->M * c->K, -2.0f, 2.0f), *w = randv(c->N * c->K, -0.5f, 0.5f);
+		float *r = randv(c->M * c->N, -1.0f, 1.0f);
+		float *in[3] = {x, w, r};
+		int n_in = c->residual ? 3 : 2;
+		int64_t n[3];
+		float *out[3] = {run(fast, n_in, in, rank, dims, &n[0]), run(nomem, n_in, in, rank, dims, &n[1]),
+				 run(ref, n_in, in, rank, dims, &n[2])};
+		int bad = 0;
+		for (int64_t i = 0; i < n[2]; i++)
+			for (int k = 0; k < 2; k++)
+				bad += !(fabs(out[k][i] - out[2][i]) / (1.0 + fabs(out[2][i])) <= tol);
+		if (bad)
+			fprintf(stderr, "input weight M %lld K %lld N %lld call %d: %d differ\n", (long long)c->M,
+				(long long)c->K, (long long)c->N, call, bad);
+		CHECK(bad == 0 && n[0] == n[2] && n[1] == n[2]);
+		for (int k = 0; k < 3; k++)
+			free(out[k]);
+		free(x), free(w), free(r);
+	}
+	air_model_destroy(fast), air_model_destroy(ref), air_model_destroy(nomem);
+	air_graph_destroy(g);
+}
+
 /* An owned weight (copied into the graph, as passes make them) cannot be
  * borrowed at run time, and under 16 tokens or 256 rows or columns of
  * weight the packed kernel is faster: all keep linear_gemm_packed. */
@@ -120,6 +164,12 @@ int main(void)
 	check_packed(&owned, 0);
 	check_packed(&few, 1);
 	check_packed(&narrow, 1);
+	lin_case inputs[] = {{128, 768, 768, 1, 0, 0, 0}, {21, 257, 259, 0, 1, 1, 0}, {300, 256, 263, 1, 1, 3, 0},
+			     {40, 4100, 256, 1, 0, 5, 0}};
+	for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+		check_input_weight(&inputs[i], 1);
+	check_input_weight(&few, 0);
+	check_input_weight(&narrow, 0);
 	for (int i = 0; i < nkeep; i++)
 		free(keep[i]);
 	return check_report("test_linear_rows");
