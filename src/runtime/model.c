@@ -33,6 +33,7 @@ void air_model_destroy(air_model *m)
 	free(m->steps);
 	free(m->root);
 	free(m->is_output);
+	free(m->out_root);
 	free(m->report);
 	free(m->pass_log);
 	rt_pool_destroy(m->own_pool);
@@ -185,26 +186,50 @@ static air_status choose_kernels(air_model *m)
 	return AIR_OK;
 }
 
-/* Which values share memory: an alias op's output uses its input's root,
- * unless the output is a graph output (then the step copies instead). */
+/* The first graph output that is exactly v. */
+static int output_index(const air_graph *g, air_value v)
+{
+	for (int i = 0; i < g->n_outputs; i++)
+		if (g->outputs[i] == v)
+			return i;
+	return -1;
+}
+
+/* Which values share memory: an alias op's output uses its input's root.
+ * When the alias is a graph output, the caller's buffer holds it: if its
+ * root is computed by this graph and no other output holds that, the root
+ * is computed straight into the output's buffer (out_root; a training
+ * graph returns many reshapes of what it computes, for the backward, and
+ * each was a copy); otherwise the step copies. */
 static air_status plan_aliases(air_model *m)
 {
 	air_graph *g = m->g;
 	m->root = malloc(sizeof *m->root * (size_t)(g->n_values + 1));
 	m->is_output = calloc((size_t)g->n_values + 1, sizeof *m->is_output);
-	if (!m->root || !m->is_output)
+	m->out_root = malloc(sizeof *m->out_root * (size_t)(g->n_outputs + 1));
+	if (!m->root || !m->is_output || !m->out_root)
 		return air_error(AIR_OUT_OF_MEMORY, "compile: no memory");
 	for (int v = 0; v < g->n_values; v++)
 		m->root[v] = v;
-	for (int i = 0; i < g->n_outputs; i++)
+	for (int i = 0; i < g->n_outputs; i++) {
 		m->is_output[g->outputs[i]] = true;
+		m->out_root[i] = -1;
+	}
 	for (int s = 0; s < m->n_steps; s++) {
 		rt_step *st = &m->steps[s];
 		const ir_node *n = &g->nodes[st->node];
-		if (!(op_get(n->op)->flags & OPF_ALIAS) || m->is_output[n->out[0]])
+		if (!(op_get(n->op)->flags & OPF_ALIAS))
 			continue;
+		air_value v = n->out[0];
+		int32_t r = m->root[n->in[0]];
+		if (m->is_output[v]) {
+			if (g->values[r].kind != IR_NODE_OUTPUT || m->is_output[r])
+				continue; /* an input, a constant, or another output's: copy */
+			m->out_root[output_index(g, v)] = r;
+			m->is_output[r] = true;
+		}
 		st->alias = true;
-		m->root[n->out[0]] = m->root[n->in[0]];
+		m->root[v] = r;
 	}
 	return AIR_OK;
 }

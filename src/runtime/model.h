@@ -23,7 +23,11 @@ struct air_model {
 	rt_pool *own_pool;
 	uint32_t flags;
 	int32_t *root;      /* per value: the value whose memory it uses */
-	bool *is_output;    /* per value: some graph output is exactly it */
+	bool *is_output;    /* per value: in a caller's output buffer (some graph
+			     * output is exactly it, or out_root names it) */
+	/* per graph output: the value computed straight into that output's
+	 * buffer because the output is an alias (reshape) of it, or -1 */
+	int32_t *out_root;
 	char *report;
 	char *pass_log; /* what the passes changed */
 	air_graph *before; /* the graph before the passes, without constant data */

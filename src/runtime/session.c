@@ -430,6 +430,8 @@ air_status air_session_run(air_session *s)
 		air_value v = g->outputs[i];
 		if (g->values[v].kind == IR_NODE_OUTPUT)
 			s->vals[v].data = s->out_data[i];
+		if (m->out_root[i] >= 0) /* computed into the buffer of its view */
+			s->vals[m->out_root[i]].data = s->out_data[i];
 	}
 	for (int k = 0; k < m->n_steps; k++) {
 		const rt_step *step = &m->steps[k];
