@@ -91,6 +91,20 @@ ALREADY_KEPT: tuple[OperatorBase, ...] = (
 )
 
 
+def _select_backward(grad: torch.Tensor, input_sizes: list[int], dim: int, index: int) -> torch.Tensor:
+    """``select_backward`` as the gradient padded with zeros around ``index`` along ``dim``.
+
+    The core table writes it as ``where(arange == index, expand(grad), 0)``: an expanded copy
+    and a select over the whole input, where only one slice is nonzero. A ViT's qkv split
+    (``unbind`` of a [3, B, H, T, D] tensor) takes three of these and two adds a layer in
+    its backward; padding writes each result once."""
+    rank = len(input_sizes)
+    dim = dim % rank
+    index = index % input_sizes[dim]
+    pad = [0, 0] * (rank - 1 - dim) + [index, input_sizes[dim] - 1 - index]
+    return aten.constant_pad_nd.default(aten.unsqueeze.default(grad, dim), pad, 0.0)
+
+
 def torchair_decompositions(keep_backward: bool = True) -> dict[OperatorBase, Callable[..., object]]:
     """Core-ATen decompositions minus the ops torchair keeps whole.
 
@@ -100,4 +114,5 @@ def torchair_decompositions(keep_backward: bool = True) -> dict[OperatorBase, Ca
     decomps = {op: table[op] for op in table}
     for op in KEEP_FORWARD + (KEEP_BACKWARD if keep_backward else ()):
         decomps.pop(op, None)
+    decomps[aten.select_backward.default] = _select_backward
     return decomps
