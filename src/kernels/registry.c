@@ -9,6 +9,7 @@
 #include "kernels/conv_narrow.h"
 #include "kernels/conv_nhwc.h"
 #include "kernels/elementwise_fast.h"
+#include "kernels/reduce_fast.h"
 #include "kernels/fused_fast.h"
 #include "kernels/linalg_fast.h"
 #include "kernels/linear_rows.h"
@@ -42,6 +43,8 @@ static const k_kernel *const add[] = {&kfast_add_lanes, NULL};
 static const k_kernel *const sub[] = {&kfast_sub_lanes, NULL};
 static const k_kernel *const mul[] = {&kfast_mul_lanes, NULL};
 static const k_kernel *const div_[] = {&kfast_div_lanes, NULL};
+static const k_kernel *const sum[] = {&kfast_sum_columns, NULL};
+static const k_kernel *const cast[] = {&kfast_cast_bytes_f32, NULL};
 #define VMATH_LIST_(name) static const k_kernel *const vmath_##name[] = {&kfast_##name##_vmath, NULL};
 KFAST_VMATH_OPS(VMATH_LIST_)
 #undef VMATH_LIST_
@@ -74,6 +77,8 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_relu: return relu;
 	case OP_clamp: return clamp;
 	case OP_add: return add;
+	case OP_sum: return sum;
+	case OP_cast: return cast;
 	case OP_sub: return sub;
 	case OP_mul: return mul;
 	case OP_div: return div_;

@@ -1478,6 +1478,37 @@ static void test_refused(void)
  * Their values are the float operation's own, so they must match exactly
  * (relu and clamp: NaN stays NaN, -0.0 stays -0.0; clamp with min > max
  * gives max). */
+/* bool, u8 and i8 to f32 run cast_bytes_f32 (reduce_fast.c), split over
+ * the pool: every byte value, over more than two tasks' worth. */
+static void test_cast_bytes(void)
+{
+	static const air_dtype froms[] = {AIR_BOOL, AIR_U8, AIR_I8};
+	const int64_t n = 2 * 16384 + 5;
+	uint8_t *x = malloc((size_t)n);
+	for (size_t f = 0; f < sizeof froms / sizeof froms[0]; f++) {
+		for (int64_t i = 0; i < n; i++)
+			x[i] = froms[f] == AIR_BOOL ? (uint8_t)((i * 7) % 3 == 0) : (uint8_t)(i * 37);
+		th_arg a = th_make(froms[f], x, 1, &n);
+		air_attr at = th_int("dtype", AIR_F32);
+		air_model *m = th_compile("cast", &a, 1, &at, 1, 0);
+		if (!m)
+			continue;
+		CHECK(strstr(air_model_report(m), " cast_bytes_f32 ") != NULL);
+		int rank;
+		int64_t dims[AIR_MAX_RANK];
+		float *y = th_run(m, &a, 1, &rank, dims);
+		air_model_destroy(m);
+		int64_t bad = 0;
+		for (int64_t i = 0; y && i < n; i++) {
+			float w = froms[f] == AIR_I8 ? (float)(int8_t)x[i] : (float)x[i];
+			bad += y[i] != w;
+		}
+		CHECK(y && bad == 0);
+		free(y);
+	}
+	free(x);
+}
+
 static void test_lanes(void)
 {
 	static const char *const ops[] = {"relu", "add", "sub", "mul", "div"};
@@ -1570,5 +1601,6 @@ int main(void)
 	test_cast();
 	test_refused();
 	test_lanes();
+	test_cast_bytes();
 	return check_report("test_ops_elementwise");
 }

@@ -177,6 +177,74 @@ static void test_reduce_float(void)
 	}
 }
 
+/* f32 sums over leading dims run sum_columns (reduce_fast.c): a bias's
+ * gradient [M, N] -> [N], [B, T, C] over B and T, tall ones (many row
+ * blocks, so the double sums between blocks matter), columns that are not
+ * whole strips; NaN and infinities in a column. Other patterns (a kept dim
+ * before a reduced one, under 16 columns) keep sum_ref. */
+static void test_sum_columns(void)
+{
+	static const struct {
+		int rank;
+		int64_t dims[3];
+		int n;
+		int64_t axes[2];
+		int fast;
+	} cases[] = {
+		{2, {394, 768}, 1, {0}, 1},    {3, {2, 197, 768}, 2, {0, 1}, 1}, {2, {1000, 17}, 1, {0}, 1},
+		{2, {20000, 48}, 1, {-2}, 1},  {3, {1, 130, 33}, 1, {1}, 1},      {2, {70, 15}, 1, {0}, 0},
+		{3, {5, 64, 24}, 1, {1}, 0},   {2, {64, 32}, 1, {1}, 0},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		const int rank = cases[c].rank;
+		const int64_t *dims = cases[c].dims;
+		int64_t n = numel_of(rank, dims);
+		double *xv = th_values(n, AIR_F32);
+		if (c == 2) { /* column 3: NaN; column 5: +inf; column 6: +inf and -inf */
+			xv[17 * 10 + 3] = NAN;
+			xv[17 * 20 + 5] = INFINITY;
+			xv[17 * 30 + 6] = INFINITY;
+			xv[17 * 40 + 6] = -INFINITY;
+		}
+		if (c == 3) /* a large offset: float sums of the whole column would lose the rest */
+			for (int64_t i = 0; i < n; i++)
+				xv[i] = (double)(float)(xv[i] + 1000.0);
+		float *x = th_as(xv, n, AIR_F32);
+		th_arg arg = th_make(AIR_F32, x, rank, dims);
+		unsigned mask = axes_mask(cases[c].axes, cases[c].n, rank);
+		for (int keep = 0; keep < 2; keep++) {
+			air_attr at[2] = {th_ints("axes", cases[c].axes, cases[c].n), th_int("keepdim", keep)};
+			air_model *m = th_compile("sum", &arg, 1, at, 2, 0);
+			if (!m)
+				continue;
+			const char *want_kernel = cases[c].fast ? " sum_columns " : " sum_ref ";
+			CHECK(strstr(air_model_report(m), want_kernel) != NULL);
+			int r;
+			int64_t got[AIR_MAX_RANK];
+			float *y = th_run(m, &arg, 1, &r, got);
+			int64_t nout = numel_of(r, got);
+			double *want = malloc(sizeof(double) * (size_t)nout), *mag = malloc(sizeof(double) * (size_t)nout);
+			ref_reduce(R_SUM, xv, rank, dims, mask, want, mag, nout);
+			char label[96];
+			snprintf(label, sizeof label, "sum_columns case %zu keep %d", c, keep);
+			/* infinite sums exactly (th_compare's bound is inf there) */
+			for (int64_t i = 0; y && i < nout; i++)
+				if (isinf(want[i])) {
+					CHECK(y[i] == want[i]);
+					want[i] = 0, mag[i] = 0, y[i] = 0;
+				}
+			if (y)
+				th_compare(label, AIR_F32, y, want, mag, nout, 2e-7, 0);
+			free(y);
+			free(want);
+			free(mag);
+			air_model_destroy(m);
+		}
+		free(x);
+		free(xv);
+	}
+}
+
 /* NaN propagates through sum and amax/amin; -inf and +inf in sums. */
 /* Exact comparison of f32 results, where NaN matches NaN and inf inf. */
 static void check_exact_f32(const char *label, const float *got, const double *want, int64_t n)
@@ -1097,6 +1165,7 @@ static void test_norm_errors(void)
 int main(void)
 {
 	test_reduce_float();
+	test_sum_columns();
 	test_reduce_nan();
 	test_reduce_int();
 	test_reduce_empty();
