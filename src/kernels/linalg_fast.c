@@ -18,6 +18,7 @@
 /* C[M, N] = A[M, K] @ B[K, N] with B(k, j) = b[k * rs_b + j * cs_b]. */
 typedef struct mm_dims {
 	int64_t M, N, K;
+	int64_t rs_a, cs_a; /* A(i, k) = a[i * rs_a + k * cs_a] */
 	int64_t rs_b, cs_b;
 	const float *a, *b;
 	int b_input; /* which input is B */
@@ -33,6 +34,8 @@ static void dims_of(int op_linear, int op_addmm, const k_call *call, mm_dims *d)
 		d->M = 1;
 		for (int i = 0; i < x->rank - 1; i++)
 			d->M = (d->M < 0 || x->dims[i] < 0) ? -1 : d->M * x->dims[i];
+		d->rs_a = d->K;
+		d->cs_a = 1;
 		d->rs_b = 1;
 		d->cs_b = d->K;
 		d->a = x->data;
@@ -41,9 +44,13 @@ static void dims_of(int op_linear, int op_addmm, const k_call *call, mm_dims *d)
 		return;
 	}
 	const k_tensor *a = &call->in[op_addmm], *b = &call->in[op_addmm + 1];
-	d->M = a->dims[0];
-	d->K = a->dims[1];
+	/* mm's trans_a: a is [K, M], read through strides (the GEMM packs it) */
+	const int ta = !op_addmm && call->attrs[0].i != 0;
+	d->M = a->dims[ta ? 1 : 0];
+	d->K = a->dims[ta ? 0 : 1];
 	d->N = b->dims[1];
+	d->rs_a = ta ? 1 : d->K;
+	d->cs_a = ta ? d->M : 1;
 	d->rs_b = d->N;
 	d->cs_b = 1;
 	d->a = a->data;
@@ -56,7 +63,8 @@ static void dims_of(int op_linear, int op_addmm, const k_call *call, mm_dims *d)
 static air_status check_inner(const char *op, const k_call *call, int op_linear, int op_addmm)
 {
 	const k_tensor *a = &call->in[op_addmm], *b = &call->in[op_addmm + 1];
-	int64_t ka = op_linear ? a->dims[a->rank - 1] : a->dims[1], K = op_linear ? b->dims[1] : b->dims[0];
+	const int ta = !op_linear && !op_addmm && call->attrs[0].i != 0;
+	int64_t ka = op_linear ? a->dims[a->rank - 1] : a->dims[ta ? 0 : 1], K = op_linear ? b->dims[1] : b->dims[0];
 	if (ka != K)
 		return air_error(AIR_SHAPE_MISMATCH, "%s: contraction sizes differ: %lld and %lld", op, (long long)ka,
 				 (long long)K);
@@ -158,9 +166,10 @@ static air_status run_product(const k_call *call, which_op op, const kgemm_packe
 		ep.act = (k_act)call->attrs[1].i;
 	}
 	if (packed)
-		kgemm_f32_packed(d.M, d.N, d.K, d.a, d.K, 1, packed, C, d.N, &ep, call->pool, call->workspace);
+		kgemm_f32_packed(d.M, d.N, d.K, d.a, d.rs_a, d.cs_a, packed, C, d.N, &ep, call->pool, call->workspace);
 	else
-		kgemm_f32(d.M, d.N, d.K, d.a, d.K, 1, d.b, d.rs_b, d.cs_b, C, d.N, &ep, call->pool, call->workspace);
+		kgemm_f32(d.M, d.N, d.K, d.a, d.rs_a, d.cs_a, d.b, d.rs_b, d.cs_b, C, d.N, &ep, call->pool,
+			  call->workspace);
 	return AIR_OK;
 }
 

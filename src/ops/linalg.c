@@ -33,18 +33,22 @@ static air_status want_rank(op_infer_ctx *c, int i, int rank, const char *what)
 	return AIR_OK;
 }
 
+/* mm's trans_a (set by fuse_epilogue, not by callers' graphs as a rule):
+ * the product is a^T b, a given as [K, M] */
 static air_status infer_mm(op_infer_ctx *c)
 {
 	AIR_TRY(float_operands(c, 0, 1));
 	AIR_TRY(want_rank(c, 0, 2, "a"));
 	AIR_TRY(want_rank(c, 1, 2, "b"));
 	const ir_value *a = c->in[0], *b = c->in[1];
-	if (conflict(a->dims[1], b->dims[0]))
-		return op_fail(c, AIR_SHAPE_MISMATCH, "a is %lldx%lld but b is %lldx%lld", (long long)a->dims[0],
-			       (long long)a->dims[1], (long long)b->dims[0], (long long)b->dims[1]);
+	const int ta = op_attr(c, 0)->i != 0;
+	if (conflict(a->dims[ta ? 0 : 1], b->dims[0]))
+		return op_fail(c, AIR_SHAPE_MISMATCH, "a%s is %lldx%lld but b is %lldx%lld", ta ? " (transposed)" : "",
+			       (long long)a->dims[0], (long long)a->dims[1], (long long)b->dims[0],
+			       (long long)b->dims[1]);
 	c->out[0].dtype = a->dtype;
 	c->out[0].rank = 2;
-	c->out[0].dims[0] = a->dims[0];
+	c->out[0].dims[0] = a->dims[ta ? 1 : 0];
 	c->out[0].dims[1] = b->dims[1];
 	return AIR_OK;
 }
@@ -193,6 +197,9 @@ static air_status infer_sdpa(op_infer_ctx *c)
 	return AIR_OK;
 }
 
+static const op_attr_spec mm_attrs[] = {
+	{"trans_a", OPA_INT, false, 0, 0}, /* 1: a^T b */
+};
 static const op_attr_spec addmm_attrs[] = {
 	{"alpha", OPA_FLOAT, false, 0, 1.0},
 	{"beta", OPA_FLOAT, false, 0, 1.0},
@@ -214,7 +221,7 @@ static const op_attr_spec sdpa_attrs[] = {
 #define KREF(name) {#name "_ref", 0, NULL, NULL, NULL, NULL, kref_##name}
 #define KREF_WS(name) {#name "_ref", 0, NULL, NULL, NULL, kref_##name##_workspace, kref_##name}
 
-const op_def op_def_mm = {"mm", 2, 2, 1, NULL, 0, infer_mm, KREF(mm), 0};
+const op_def op_def_mm = {"mm", 2, 2, 1, mm_attrs, 1, infer_mm, KREF(mm), 0};
 const op_def op_def_bmm = {"bmm", 2, 2, 1, NULL, 0, infer_bmm, KREF(bmm), 0};
 const op_def op_def_addmm = {"addmm", 3, 3, 1, addmm_attrs, 2, infer_addmm, KREF(addmm), 0};
 const op_def op_def_linear = {"linear", 2, 4, 1, linear_attrs, 3, infer_linear, KREF(linear), 0};

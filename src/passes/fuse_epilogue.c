@@ -130,6 +130,8 @@ static air_status to_linear(fuse_state *s, int k)
 	const ir_value *bv = &g->values[b], *out = &g->values[n->out[0]];
 	if (out->dtype != AIR_F32 && out->dtype != AIR_F64)
 		return AIR_OK;
+	if (!addmm && n->attrs[0].i != 0)
+		return AIR_OK; /* mm(a^T, b): linear has no transposed input */
 	if (addmm) {
 		/* only a plain [N] bias: linear has no alpha, beta or 2-d bias */
 		const ir_value *bi = &g->values[bias];

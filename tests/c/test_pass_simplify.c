@@ -186,6 +186,30 @@ static void test_gemm_transpose(int w_const)
 	air_graph_destroy(g);
 }
 
+/* mm(t(a), b) reads a transposed (mm's trans_a), b an input or a constant
+ * (mm_gemm and mm_gemm_packed), past the GEMM's thin-product sizes; with
+ * both transposed, b's permute goes into a linear first and a's stays. */
+static void test_gemm_transpose_a(int b_const)
+{
+	const int64_t M = 37, K = 101, N = 39;
+	air_graph *g;
+	CHECK_OK(air_graph_create(&g));
+	air_value a = input(g, "a", 2, (int64_t[]){K, M});
+	air_value b = b_const ? constant(g, 2, (int64_t[]){K, N}, 3) : input(g, "b", 2, (int64_t[]){K, N});
+	air_value y0 = node2(g, "mm", permute(g, a, 1, 0), b);
+	air_value w = input(g, "w", 2, (int64_t[]){N, K});
+	air_value y1 = node2(g, "mm", permute(g, a, -1, -2), permute(g, w, 1, 0));
+	air_value outs[2] = {y0, y1};
+	CHECK_OK(air_graph_set_outputs(g, outs, 2));
+	air_model *m = same_as_plain(g, 2, (int[]){M * N, M * N}, 1e-4);
+	CHECK(has(m, "mm(a^T, b) 1"));
+	CHECK(has(m, "mm->linear 1"));
+	CHECK(has(m, b_const ? " mm_gemm_packed " : " mm_gemm "));
+	CHECK(steps(m) == 3); /* mm, and a permute of a for the linear */
+	air_model_destroy(m);
+	air_graph_destroy(g);
+}
+
 /* alpha != 1 keeps addmm (linear has no alpha); a bias of [M, N] too. */
 static void test_gemm_kept(void)
 {
@@ -551,6 +575,8 @@ int main(void)
 {
 	test_gemm_transpose(1);
 	test_gemm_transpose(0);
+	test_gemm_transpose_a(0);
+	test_gemm_transpose_a(1);
 	test_gemm_kept();
 	test_linear_rank();
 	test_linear_rank_symbolic();

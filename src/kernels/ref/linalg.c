@@ -86,6 +86,7 @@ typedef struct mm_ctx {
 	void *c;
 	int64_t batch, M, N, K;
 	int64_t a_bs, b_bs;       /* batch strides, in elements (0: shared) */
+	int64_t a_rs, a_cs;       /* A(i, k) is a[i * a_rs + k * a_cs]; a_cs 0: row-major (K, 1) */
 	int64_t b_rs, b_cs;       /* B(k, j) is b[k * b_rs + j * b_cs] */
 	int64_t bias_rs, bias_cs; /* bias(i, j) is bias[i * bias_rs + j * bias_cs] */
 	double alpha, beta;
@@ -103,14 +104,15 @@ typedef struct mm_ctx {
 		int64_t r1 = r0 + c->rows_per_task < rows ? r0 + c->rows_per_task : rows;     \
 		for (int64_t r = r0; r < r1; r++) {                                           \
 			int64_t bi = r / c->M, i = r % c->M;                                  \
-			const T *arow = (const T *)c->a + bi * c->a_bs + i * c->K;            \
+			const int64_t a_cs = c->a_cs ? c->a_cs : 1;                           \
+			const T *arow = (const T *)c->a + bi * c->a_bs + i * (c->a_cs ? c->a_rs : c->K); \
 			const T *b = (const T *)c->b + bi * c->b_bs;                          \
 			T *crow = (T *)c->c + r * c->N;                                       \
 			if (c->b_cs == 1) {                                                   \
 				for (int64_t j = 0; j < c->N; j++)                            \
 					crow[j] = 0;                                          \
 				for (int64_t k = 0; k < c->K; k++) {                          \
-					T aik = arow[k];                                      \
+					T aik = arow[k * a_cs];                               \
 					const T *brow = b + k * c->b_rs;                      \
 					for (int64_t j = 0; j < c->N; j++)                    \
 						crow[j] += aik * brow[j];                     \
@@ -120,7 +122,7 @@ typedef struct mm_ctx {
 					const T *bcol = b + j * c->b_cs;                      \
 					T s = 0;                                              \
 					for (int64_t k = 0; k < c->K; k++)                    \
-						s += arow[k] * bcol[k * c->b_rs];             \
+						s += arow[k * a_cs] * bcol[k * c->b_rs];      \
 					crow[j] = s;                                          \
 				}                                                             \
 			}                                                                     \
@@ -180,14 +182,19 @@ static air_status inner_check(const char *op, int64_t ka, int64_t kb)
 air_status kref_mm(const k_call *call)
 {
 	const k_tensor *a = &call->in[0], *b = &call->in[1];
-	AIR_TRY(inner_check("mm", a->dims[1], b->dims[0]));
+	const int ta = call->attrs[0].i != 0;
+	AIR_TRY(inner_check("mm", a->dims[ta ? 0 : 1], b->dims[0]));
 	mm_ctx c = {0};
 	c.a = a->data;
 	c.b = b->data;
 	c.batch = 1;
-	c.M = a->dims[0];
-	c.K = a->dims[1];
+	c.M = a->dims[ta ? 1 : 0];
+	c.K = a->dims[ta ? 0 : 1];
 	c.N = b->dims[1];
+	if (ta) {
+		c.a_rs = 1;
+		c.a_cs = c.M;
+	}
 	c.b_rs = c.N;
 	c.b_cs = 1;
 	c.alpha = 1.0;
