@@ -1,6 +1,7 @@
 /* elementwise_fast.c - relu, clamp (relu6, hardtanh), and add, sub, mul
- * and div of two f32 tensors of the output's shape, as fast kernels: split
- * over the pool, four lanes at a time.
+ * and div of two f32 tensors of the output's shape or repeating over its
+ * leading dims (a scalar, a bias, a mask shared by the heads), as fast
+ * kernels: split over the pool, four lanes at a time.
  *
  * Why: in a training step the batch norms run in eager between torchair's
  * subgraphs, so a relu or a residual add is often alone in its subgraph,
@@ -30,6 +31,10 @@ typedef struct ew_job {
 	const float *a, *b; /* b: NULL for relu and clamp */
 	float *y;           /* may be a or b exactly (an in-place op) */
 	int64_t n;
+	/* element i of a is a[i % pa], of b b[i % pb]: n for an input of the
+	 * output's size, less for one broadcast over leading dims (a bias, a
+	 * mask shared by the heads, a scalar) */
+	int64_t pa, pb;
 } ew_job;
 
 /* torch's relu: NaN stays NaN, -0.0 stays -0.0 (the reference's x < 0 ? 0 : x) */
@@ -92,15 +97,11 @@ static inline void ew_range(ew_op op, const float *a, const float *b, float *y, 
 		y[i] = binary_f(op, a[i], b ? b[i] : 0.0f, lo, hi);
 }
 
-static void ew_task(void *ctx, int64_t t, int thread)
+/* y[0, n) from a and b, the op chosen at run time */
+static void ew_any(ew_op op, const float *a, const float *b, float *y, int64_t n, float lo, float hi)
 {
-	(void)thread;
-	const ew_job *j = ctx;
-	const int64_t i0 = t * K_GRAIN, n = j->n - i0 < K_GRAIN ? j->n - i0 : K_GRAIN;
-	const float *a = j->a + i0, *b = j->b ? j->b + i0 : NULL;
-	float *y = j->y + i0;
-	switch (j->op) {
-	case EW_CLAMP: ew_range(EW_CLAMP, a, NULL, y, n, j->lo, j->hi); break;
+	switch (op) {
+	case EW_CLAMP: ew_range(EW_CLAMP, a, NULL, y, n, lo, hi); break;
 	case EW_ADD: ew_range(EW_ADD, a, b, y, n, 0.0f, 0.0f); break;
 	case EW_SUB: ew_range(EW_SUB, a, b, y, n, 0.0f, 0.0f); break;
 	case EW_MUL: ew_range(EW_MUL, a, b, y, n, 0.0f, 0.0f); break;
@@ -109,25 +110,80 @@ static void ew_task(void *ctx, int64_t t, int thread)
 	}
 }
 
-/* Whether every input has the output's size, so element i of each is at
- * [i]: an input that broadcasts to the output with as many elements differs
- * from it at most by leading 1s. */
-static bool same_size(const k_call *call)
+/* A short period (a scalar, a bias of a few floats) is repeated into buf to
+ * at least REP_MIN floats, so runs stay long; returns the new period. */
+enum { REP_MIN = 256, REP_BUF = 2 * REP_MIN };
+static int64_t repeat_short(const float **p, int64_t period, float *buf)
+{
+	if (period >= REP_MIN)
+		return period;
+	const int64_t len = (REP_MIN + period - 1) / period * period;
+	for (int64_t i = 0; i < len; i++)
+		buf[i] = (*p)[i % period];
+	*p = buf;
+	return len;
+}
+
+static void ew_task(void *ctx, int64_t t, int thread)
+{
+	(void)thread;
+	const ew_job *j = ctx;
+	const int64_t i0 = t * K_GRAIN, i1 = j->n - i0 < K_GRAIN ? j->n : i0 + K_GRAIN;
+	float bufa[REP_BUF], bufb[REP_BUF];
+	const float *a = j->a, *b = j->b;
+	const int64_t pa = repeat_short(&a, j->pa, bufa), pb = b ? repeat_short(&b, j->pb, bufb) : 0;
+	/* runs over which neither input wraps around its period */
+	for (int64_t i = i0; i < i1;) {
+		const int64_t oa = i % pa, ob = b ? i % pb : 0;
+		int64_t len = i1 - i;
+		len = len < pa - oa ? len : pa - oa;
+		if (b)
+			len = len < pb - ob ? len : pb - ob;
+		ew_any(j->op, a + oa, b ? b + ob : NULL, j->y + i, len, j->lo, j->hi);
+		i += len;
+	}
+}
+
+/* The period of input x in the output's element order: its numel when x
+ * is the output's size (an input that broadcasts to the output with as
+ * many elements differs from it at most by leading 1s) or when, past its
+ * leading 1s, its dims are the output's last ones (x repeats over the
+ * leading dims); 0 for any other broadcast, or a size not known yet (-1),
+ * which ew_run checks again at run time. */
+static int64_t period_of(const k_tensor *x, const k_tensor *y)
+{
+	if (x->numel == y->numel)
+		return x->numel;
+	int lead = 0;
+	while (lead < x->rank && x->dims[lead] == 1)
+		lead++;
+	const int tail = x->rank - lead;
+	if (tail > y->rank)
+		return 0;
+	for (int d = 0; d < tail; d++)
+		if (x->dims[lead + d] != y->dims[y->rank - tail + d] || x->dims[lead + d] < 0)
+			return 0;
+	return x->numel > 0 ? x->numel : 0;
+}
+
+static bool periodic(const k_call *call)
 {
 	for (int i = 0; i < call->n_in; i++)
-		if (call->in[i].numel != call->out[0].numel)
+		if (period_of(&call->in[i], &call->out[0]) == 0)
 			return false;
 	return true;
 }
 
-/* Sizes unknown at compile time are known here: when they broadcast after
- * all (or do not fit), the reference kernel does it (or says why not). */
+/* Sizes unknown at compile time are known here: when they broadcast some
+ * other way after all (or do not fit), the reference kernel does it (or
+ * says why not). */
 static air_status ew_run(const k_call *call, ew_op op, air_status (*ref)(const k_call *))
 {
-	if (!same_size(call))
+	if (!periodic(call))
 		return ref(call);
 	ew_job j = {op, -INFINITY, INFINITY, call->in[0].data, call->n_in > 1 ? call->in[1].data : NULL,
-		    call->out[0].data, call->out[0].numel};
+		    call->out[0].data, call->out[0].numel, period_of(&call->in[0], &call->out[0]),
+		    call->n_in > 1 ? period_of(&call->in[1], &call->out[0]) : 0};
 	if (op == EW_CLAMP) {
 		/* attrs min, max, has_min, has_max (ops/elementwise.c); the
 		 * bounds rounded to float as the reference rounds them */
@@ -141,12 +197,21 @@ static air_status ew_run(const k_call *call, ew_op op, air_status (*ref)(const k
 	return AIR_OK;
 }
 
-/* f32 throughout, every input of the output's size as far as the compile
- * knows (a size it does not know counts as equal: ew_run checks); real
- * broadcasting stays with the reference kernels. */
+/* f32 throughout, every input of the output's size or repeating over its
+ * leading dims as far as the compile knows (a size it does not know counts
+ * as fitting: ew_run checks); other broadcasts stay with the reference
+ * kernels. */
 static bool same_shape_supports(const k_call *call)
 {
-	return k_all_f32(call) && call->n_out == 1 && same_size(call);
+	if (!k_all_f32(call) || call->n_out != 1)
+		return false;
+	for (int i = 0; i < call->n_in; i++) {
+		const k_tensor *x = &call->in[i];
+		bool unknown = x->numel < 0 || call->out[0].numel < 0;
+		if (!unknown && period_of(x, &call->out[0]) == 0)
+			return false;
+	}
+	return true;
 }
 
 static air_status relu_run(const k_call *call) { return ew_run(call, EW_RELU, kref_relu); }

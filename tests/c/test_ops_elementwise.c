@@ -1509,6 +1509,87 @@ static void test_cast_bytes(void)
 	free(x);
 }
 
+/* add, sub, mul and div with one input repeating over the output's leading
+ * dims (a scalar, a bias, a [1, 1, T, T] mask over the heads; either side,
+ * for sub and div) run the lanes kernels too, bit for bit the float op;
+ * other broadcasts ([3, 1, 7] against [3, 5, 7]) keep the reference. */
+static void test_lanes_broadcast(void)
+{
+	static const char *const ops[] = {"add", "sub", "mul", "div"};
+	static const struct {
+		int ra;
+		int64_t da[4];
+		int rb;
+		int64_t db[4];
+		int fast;
+	} cases[] = {
+		{3, {3, 5, 7}, 1, {7}, 1},           {3, {3, 5, 7}, 0, {0}, 1},
+		{4, {2, 12, 33, 33}, 4, {1, 1, 33, 33}, 1}, {1, {7}, 3, {3, 5, 7}, 1},
+		{2, {300, 1000}, 2, {1, 1000}, 1},  {3, {3, 5, 7}, 3, {3, 1, 7}, 0},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		int64_t na = 1, nb = 1;
+		for (int d = 0; d < cases[c].ra; d++)
+			na *= cases[c].da[d];
+		for (int d = 0; d < cases[c].rb; d++)
+			nb *= cases[c].db[d];
+		float *a = malloc(sizeof(float) * (size_t)na), *b = malloc(sizeof(float) * (size_t)nb);
+		for (int64_t i = 0; i < na; i++)
+			a[i] = (float)uniform(-4, 4);
+		for (int64_t i = 0; i < nb; i++)
+			b[i] = (float)uniform(-4, 4);
+		a[0] = NAN, b[nb - 1] = -0.0f;
+		th_arg args[2] = {th_make(AIR_F32, a, cases[c].ra, cases[c].da), th_make(AIR_F32, b, cases[c].rb, cases[c].db)};
+		for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+			air_model *m = th_compile(ops[k], args, 2, NULL, 0, 0);
+			if (!m)
+				continue;
+			char name[32];
+			snprintf(name, sizeof name, cases[c].fast ? " %s_lanes " : " %s_ref ", ops[k]);
+			CHECK(strstr(air_model_report(m), name) != NULL);
+			int rank;
+			int64_t dims[AIR_MAX_RANK];
+			float *y = th_run(m, args, 2, &rank, dims);
+			air_model_destroy(m);
+			if (!y)
+				continue;
+			int64_t n = 1;
+			for (int d = 0; d < rank; d++)
+				n *= dims[d];
+			int64_t bad = 0;
+			for (int64_t i = 0; i < n; i++) {
+				/* operands by broadcasting from the right (both cases' shapes) */
+				int64_t ia = 0, ib = 0, q = i, sa = 1, sb = 1;
+				for (int d = rank - 1; d >= 0; d--) {
+					int64_t p = q % dims[d];
+					q /= dims[d];
+					int dA = d - (rank - cases[c].ra), dB = d - (rank - cases[c].rb);
+					if (dA >= 0) {
+						ia += (cases[c].da[dA] == 1 ? 0 : p) * sa;
+						sa *= cases[c].da[dA];
+					}
+					if (dB >= 0) {
+						ib += (cases[c].db[dB] == 1 ? 0 : p) * sb;
+						sb *= cases[c].db[dB];
+					}
+				}
+				float x = a[ia], z = b[ib];
+				float w = k == 0 ? x + z : k == 1 ? x - z : k == 2 ? x * z : x / z;
+				bool same = isnan(w) ? isnan(y[i]) : memcmp(&w, &y[i], sizeof w) == 0;
+				if (!same && bad++ < 3)
+					fprintf(stderr, "%s case %zu [%lld]: got %g want %g\n", ops[k], c, (long long)i,
+						(double)y[i], (double)w);
+			}
+			check_count++;
+			if (bad)
+				check_failures++;
+			free(y);
+		}
+		free(a);
+		free(b);
+	}
+}
+
 static void test_lanes(void)
 {
 	static const char *const ops[] = {"relu", "add", "sub", "mul", "div"};
@@ -1601,6 +1682,7 @@ int main(void)
 	test_cast();
 	test_refused();
 	test_lanes();
+	test_lanes_broadcast();
 	test_cast_bytes();
 	return check_report("test_ops_elementwise");
 }
