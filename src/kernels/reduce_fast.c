@@ -1,7 +1,6 @@
 /* reduce_fast.c - f32 sums over the leading dims (y[i] = sum over rows j of
- * x[j * inner + i]: a bias's gradient in a training step's backward), and
- * casts of bool/u8/i8 to f32 (a dropout mask applied to a gradient), split
- * over the pool. Other reductions and casts keep the reference kernels.
+ * x[j * inner + i]: a bias's gradient in a training step's backward), split
+ * over the pool. Other reductions keep the reference kernels.
  *
  * Why: the reference sum keeps 256 double accumulators in memory per
  * column block and cut BERT's 768 columns into three tasks for two
@@ -18,7 +17,6 @@
 #include <immintrin.h>
 #endif
 
-#include "kernels/ref/elementwise.h"
 #include "kernels/ref/reduce.h"
 #include "runtime/pool.h"
 
@@ -156,48 +154,3 @@ static air_status sum_run(const k_call *call)
 }
 
 const k_kernel kfast_sum_columns = {"sum_columns", 0, sum_supports, NULL, NULL, NULL, sum_run};
-
-/* ---- casts to f32 ------------------------------------------------------- */
-
-typedef struct cast_job {
-	const void *x;
-	float *y;
-	air_dtype from;
-	int64_t n;
-} cast_job;
-
-static void cast_task(void *ctx, int64_t t, int thread)
-{
-	(void)thread;
-	const cast_job *j = ctx;
-	const int64_t i0 = t * K_GRAIN, n = j->n - i0 < K_GRAIN ? j->n - i0 : K_GRAIN;
-	float *y = j->y + i0;
-	if (j->from == AIR_I8) {
-		const int8_t *x = (const int8_t *)j->x + i0;
-		for (int64_t i = 0; i < n; i++)
-			y[i] = (float)x[i];
-		return;
-	}
-	/* bool is one byte holding 0 or 1, read as u8 like the reference does */
-	const uint8_t *x = (const uint8_t *)j->x + i0;
-	for (int64_t i = 0; i < n; i++)
-		y[i] = (float)x[i];
-}
-
-static bool cast_from_bytes(const k_call *call)
-{
-	air_dtype from = call->in[0].dtype;
-	return call->out[0].dtype == AIR_F32 && (from == AIR_BOOL || from == AIR_U8 || from == AIR_I8);
-}
-
-static air_status cast_run(const k_call *call)
-{
-	cast_job j = {call->in[0].data, call->out[0].data, call->in[0].dtype, call->out[0].numel};
-	if (call->in[0].numel != j.n)
-		return kref_cast(call);
-	if (j.n > 0)
-		rt_pool_run(call->pool, (j.n + K_GRAIN - 1) / K_GRAIN, cast_task, &j);
-	return AIR_OK;
-}
-
-const k_kernel kfast_cast_bytes_f32 = {"cast_bytes_f32", 0, cast_from_bytes, NULL, NULL, NULL, cast_run};

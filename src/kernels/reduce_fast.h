@@ -1,10 +1,10 @@
-/* reduce_fast.h - f32 sums over leading dims and byte-to-f32 casts, split
- * over the pool (reduce_fast.c); listed in registry.c. */
+/* reduce_fast.h - f32 sums over leading dims, split over the pool
+ * (reduce_fast.c); listed in registry.c. */
 #ifndef AIR_KERNELS_REDUCE_FAST_H
 #define AIR_KERNELS_REDUCE_FAST_H
 
 #include "kernels/kernel.h"
 
-extern const k_kernel kfast_sum_columns, kfast_cast_bytes_f32;
+extern const k_kernel kfast_sum_columns;
 
 #endif

@@ -1478,7 +1478,7 @@ static void test_refused(void)
  * Their values are the float operation's own, so they must match exactly
  * (relu and clamp: NaN stays NaN, -0.0 stays -0.0; clamp with min > max
  * gives max). */
-/* bool, u8 and i8 to f32 run cast_bytes_f32 (reduce_fast.c), split over
+/* bool, u8 and i8 to f32 run cast_bytes_f32 (elementwise_fast.c), split over
  * the pool: every byte value, over more than two tasks' worth. */
 static void test_cast_bytes(void)
 {
