@@ -10,14 +10,14 @@
  * A task walks K in blocks of kc; for each nr-wide B micro-panel (kc x nr,
  * in L1) it runs the micro-kernel down the block's rows, whose mc x kc block
  * of A stays in L2. Row-major A is read in place (the kernel broadcasts from
- * mr row pointers, as XNNPACK does): packing it cost as much as the
- * arithmetic it fed when N is small (ResNet's 64-channel layers ran at 70%
- * of peak instead of 90%). Other layouts of A are packed into the thread's
- * workspace slot. Partial sums over K blocks stay in C (hot in L2); the last
+ * mr row pointers, as XNNPACK does) when a task is narrow: packing it cost as
+ * much as the arithmetic it fed when N is small (ResNet's 64-channel layers
+ * ran at 70% of peak instead of 90%). Wide tasks pack it, where the kernel
+ * has a fast packing (kgemm_reads_a_in_place). Other layouts of A are always
+ * packed into the thread's workspace slot. Partial sums over K blocks stay in C (hot in L2); the last
  * K block applies the activation tile by tile. While the micro-tiles of one
  * B micro-panel run, the next panel is prefetched a slice per tile (it comes
- * from L3 when B outgrows L2: +10% at 1024^3 on AVX-512). Packing A did not
- * pay on Sapphire Rapids either, even at power-of-two strides.
+ * from L3 when B outgrows L2: +10% at 1024^3 on AVX-512).
  *
  * Thin products (M <= KGEMM_THIN_M) in kgemm_f32 skip packing B: see
  * kgemm_thin.
@@ -90,7 +90,7 @@ static const kgemm_ukernel_desc kgemm_ukernels[] = {
 	{.name = "avx512_12x32", .isa = KCPU_AVX512, .mr = 12, .nr = 32, .fn = kgemm_ukernel_12x32__avx512,
 	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_12x32_strided__avx512,
 	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4, .seg = kgemm_ukernel_12x32_seg__avx512,
-	 .tile_prefetch = 1, .strided_packs_b = 1},
+	 .tile_prefetch = 1, .strided_packs_b = 1, .pack_a = kgemm_pack_a_12__avx512},
 	{.name = "avx2_6x16", .isa = KCPU_AVX2, .mr = 6, .nr = 16, .fn = kgemm_ukernel_6x16__avx2,
 	 .kc = KGEMM_KC_AVX2, .mc = KGEMM_MC, .nc = KGEMM_NC, .seg = kgemm_ukernel_6x16_seg__avx2,
 	 .strided = kgemm_ukernel_6x16_strided__avx2},
@@ -194,10 +194,16 @@ static size_t kgemm_align(size_t n)
 	return (n + KGEMM_ALIGN - 1) / KGEMM_ALIGN * KGEMM_ALIGN;
 }
 
-/* A[m x k] (strides rs, cs) into panels of mr rows, zero-padded:
+/* A[m x k] (strides rs, cs) into panels of uk->mr rows, zero-padded:
  * panel i0/mr at dst + i0 * k, element (r, p) at [p * mr + r]. */
-static void kgemm_pack_a(int64_t m, int64_t k, const float *A, int64_t rs, int64_t cs, int mr, float *dst)
+static void kgemm_pack_a(const kgemm_ukernel_desc *uk, int64_t m, int64_t k, const float *A, int64_t rs,
+			 int64_t cs, float *dst)
 {
+	const int mr = uk->mr;
+	if (cs == 1 && uk->pack_a) {
+		uk->pack_a(m, k, A, rs, dst);
+		return;
+	}
 	for (int64_t i0 = 0; i0 < m; i0 += mr) {
 		int rows = (int)k_min64(mr, m - i0);
 		float *d = dst + i0 * k;
@@ -537,7 +543,7 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 		const float *ablk = A + m0 * j->rs_a + pc;
 		int64_t rs = j->rs_a, cs = 1;
 		if (!j->direct_a) {
-			kgemm_pack_a(m1 - m0, kc, A + m0 * j->rs_a + pc * j->cs_a, j->rs_a, j->cs_a, mr, abuf);
+			kgemm_pack_a(uk, m1 - m0, kc, A + m0 * j->rs_a + pc * j->cs_a, j->rs_a, j->cs_a, abuf);
 			ablk = abuf;
 			rs = 1;
 			cs = mr;
@@ -649,15 +655,31 @@ static void kgemm_epilogue_only(int64_t M, int64_t N, float *C, int64_t ldc, con
 		kgemm_act_tile(C, ldc, M, N, ep->act);
 }
 
+/* Row-major A is read in place, unless the kernel packs it fast (pack_a)
+ * and each task's block of A feeds enough B micro-panels to repay packing
+ * it. Read in place, the mr rows a tile broadcasts from are mr streams,
+ * which share L1 sets when lda is a multiple of 1-4 KiB; packed, they are
+ * one. Measured with 2 threads against the in-place reads, interleaved:
+ * 1024^3 +5%, 1536^3 +8%, 2048^3 +10-12%, 128x768 @ 768x2304 +7%; with
+ * tasks 256 columns wide or less (ResNet's 1x1 convolutions, BERT's
+ * 768-wide linears) packing lost up to 20%, so those keep reading A in
+ * place. */
+enum { KGEMM_PACK_A_MIN_COLS = 512 };
+
+static int kgemm_reads_a_in_place(const kgemm_ukernel_desc *uk, const kgemm_plan *plan, int64_t cs_a)
+{
+	return cs_a == 1 && !(uk->pack_a && plan->nc >= KGEMM_PACK_A_MIN_COLS);
+}
+
 static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, int64_t N, int64_t K,
 		      const float *A, int64_t bs_a, int64_t rs_a, int64_t cs_a, const float *Bp,
 		      int64_t bs_bp, float *C, int64_t bs_c, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
 		      char *slots)
 {
-	int nthreads = rt_pool_size(pool);
+	kgemm_plan plan = kgemm_make_plan(uk, batch, M, N, K, rt_pool_size(pool));
 	kgemm_job j = {uk, M, N, K, A, bs_a, rs_a, cs_a, Bp, bs_bp, C, bs_c, ldc, ep,
-		       kgemm_make_plan(uk, batch, M, N, K, nthreads), slots, kgemm_slot_bytes(uk, M, K),
-		       cs_a == 1, NULL, 0, 0};
+		       plan, slots, kgemm_slot_bytes(uk, M, K),
+		       kgemm_reads_a_in_place(uk, &plan, cs_a), NULL, 0, 0};
 	rt_pool_run(pool, batch * j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 
@@ -669,11 +691,11 @@ static void kgemm_run_b_source(const kgemm_ukernel_desc *uk, int64_t M, int64_t 
 			       int64_t rs_a, int64_t cs_a, const float *B, int64_t ldb, float *C, int64_t ldc,
 			       const k_epilogue *ep, rt_pool *pool, char *slots)
 {
-	int nthreads = rt_pool_size(pool);
+	kgemm_plan plan = kgemm_make_plan(uk, 1, M, N, K, rt_pool_size(pool));
 	size_t a_bytes = kgemm_slot_bytes(uk, M, K);
 	kgemm_job j = {uk, M, N, K, A, 0, rs_a, cs_a, NULL, 0, C, 0, ldc, ep,
-		       kgemm_make_plan(uk, 1, M, N, K, nthreads), slots, a_bytes + kgemm_panel_bytes(uk, M, K),
-		       cs_a == 1, B, ldb, a_bytes};
+		       plan, slots, a_bytes + kgemm_panel_bytes(uk, M, K),
+		       kgemm_reads_a_in_place(uk, &plan, cs_a), B, ldb, a_bytes};
 	rt_pool_run(pool, j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 
@@ -768,7 +790,7 @@ static int kgemm_thin(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_
 		 * set (lda a multiple of 4 KiB); packed, they are one. The panels
 		 * (at most 2 * mr <= nr rows of K) fit where kgemm_f32 packs B. */
 		if (M > 1 || cs_a != 1) {
-			kgemm_pack_a(M, K, A, rs_a, cs_a, uk->mr, workspace);
+			kgemm_pack_a(uk, M, K, A, rs_a, cs_a, workspace);
 			j.Ap = workspace;
 		}
 	} else if (rs_b == 1 && cs_a == 1 && uk->dot) {

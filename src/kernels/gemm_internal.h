@@ -78,6 +78,10 @@ typedef void (*kgemm_dot_fn)(int64_t K, const float *a, int64_t lda, const float
 typedef void (*kgemm_ukernel_seg_fn)(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
 				     const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 
+/* Row-major A (m x k, rows lda apart) into panels of the kernel's mr rows,
+ * as the driver's generic packing lays them out (gemm.c, kgemm_pack_a). */
+typedef void (*kgemm_pack_a_fn)(int64_t m, int64_t k, const float *A, int64_t lda, float *dst);
+
 typedef struct kgemm_ukernel_desc {
 	const char *name;
 	unsigned isa; /* kcpu_features() bits it needs */
@@ -94,6 +98,9 @@ typedef struct kgemm_ukernel_desc {
 	int tile_prefetch;
 	/* strided stores its B panel to kgemm_tile_ep.bcopy */
 	int strided_packs_b;
+	/* optional fast packing of row-major A; with it, the driver packs A
+	 * for tasks wide enough to repay it (gemm.c, kgemm_reads_a_in_place) */
+	kgemm_pack_a_fn pack_a;
 } kgemm_ukernel_desc;
 
 /* The micro-kernel chosen for this CPU (what kgemm_f32 uses), for kernels
@@ -138,6 +145,7 @@ void kgemm_ukernel_12x32_seg__avx512(int64_t kc, int64_t nseg, int64_t seg_strid
 void kgemm_ukernel_12x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
 					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
 					 const kgemm_tile_ep *ep);
+void kgemm_pack_a_12__avx512(int64_t m, int64_t k, const float *A, int64_t lda, float *dst);
 void kgemm_dot_4x4__avx512(int64_t K, const float *a, int64_t lda, const float *bt, int64_t ldbt, float *c,
 			   int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 #endif

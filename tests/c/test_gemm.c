@@ -284,6 +284,21 @@ static void test_blocks(rt_pool *pool)
 	}
 }
 
+/* Tasks at least 512 columns wide pack a row-major A when the kernel has a
+ * fast packing (gemm.c, kgemm_reads_a_in_place): rows past the last full
+ * panel, K past a multiple of 4 and past a K block, lda = K + 3 (unaligned
+ * rows). 4100 columns keep tasks that wide with 2 and 3 threads. */
+static void test_packed_a(rt_pool *pool)
+{
+	static const int64_t shapes[][3] = {{29, 1100, 33}, {13, 2048, 70}, {37, 600, 515}, {61, 4100, 301}};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		gcase g = {shapes[s][0], shapes[s][1], shapes[s][2], ROW_MAJOR, ROW_MAJOR, 1, (int)(s % 2), 0,
+			   (int)(s % 3), 1.0f, s % 2 ? K_ACT_GELU : K_ACT_RELU, 2};
+		run_case(&g, PATH_PACKED, pool);
+		run_case(&g, PATH_UNPACKED, pool);
+	}
+}
+
 static void test_epilogues(rt_pool *pool)
 {
 	/* every activation with every bias/residual combination on a tile edge */
@@ -457,6 +472,7 @@ int main(void)
 		CHECK_OK(rt_pool_create(nt, &pool));
 		test_shapes(pool);
 		test_blocks(pool);
+		test_packed_a(pool);
 		test_epilogues(pool);
 		rt_pool_destroy(pool);
 	}

@@ -351,3 +351,38 @@ void kgemm_ukernel_12x32_seg__avx512(int64_t kc, int64_t nseg, int64_t seg_strid
 	(void)cs_a;
 	TILE_ALL_ROWS(0, 0, NR)
 }
+
+/* Row-major A into 12-row panels (element (r, p) at [p * 12 + r]): four k
+ * steps at a time, as three 4x4 transposes. The generic scalar packing
+ * (one row at a time, one float per store) took 5% of a 2048^3 product:
+ * one short stream per row left the rows' memory latency exposed; twelve
+ * rows read side by side keep twelve streams in flight. */
+void kgemm_pack_a_12__avx512(int64_t m, int64_t k, const float *A, int64_t lda, float *dst)
+{
+	for (int64_t i0 = 0; i0 < m; i0 += MR) {
+		const int rows = m - i0 < MR ? (int)(m - i0) : MR;
+		const float *s = A + i0 * lda;
+		float *d = dst + i0 * k;
+		int64_t p = 0;
+		if (rows == MR) {
+			for (; p + 4 <= k; p += 4) {
+#pragma GCC unroll 3
+				for (int g = 0; g < MR / 4; g++) {
+					const float *q = s + 4 * g * lda + p;
+					__m128 r0 = _mm_loadu_ps(q), r1 = _mm_loadu_ps(q + lda);
+					__m128 r2 = _mm_loadu_ps(q + 2 * lda), r3 = _mm_loadu_ps(q + 3 * lda);
+					_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+					float *o = d + p * MR + 4 * g;
+					_mm_storeu_ps(o, r0);
+					_mm_storeu_ps(o + MR, r1);
+					_mm_storeu_ps(o + 2 * MR, r2);
+					_mm_storeu_ps(o + 3 * MR, r3);
+				}
+			}
+		}
+		/* the last k steps and a short last panel (zero rows below A) */
+		for (; p < k; p++)
+			for (int r = 0; r < MR; r++)
+				d[p * MR + r] = r < rows ? s[r * lda + p] : 0.0f;
+	}
+}
