@@ -659,12 +659,13 @@ static void kgemm_epilogue_only(int64_t M, int64_t N, float *C, int64_t ldc, con
  * and each task's block of A feeds enough B micro-panels to repay packing
  * it. Read in place, the mr rows a tile broadcasts from are mr streams,
  * which share L1 sets when lda is a multiple of 1-4 KiB; packed, they are
- * one. Measured with 2 threads against the in-place reads, interleaved:
- * 1024^3 +5%, 1536^3 +8%, 2048^3 +10-12%, 128x768 @ 768x2304 +7%; with
- * tasks 256 columns wide or less (ResNet's 1x1 convolutions, BERT's
- * 768-wide linears) packing lost up to 20%, so those keep reading A in
- * place. */
-enum { KGEMM_PACK_A_MIN_COLS = 512 };
+ * one. Measured with 2 threads against the in-place reads, interleaved
+ * (tasks' width in brackets): 1024^3 +5% (512), 1536^3 +8% (768), 2048^3
+ * +10-12% (1024), 128x768 @ 768x2304 +7% (576), 512^3 +2-4% (256), a
+ * 3136x64 @ 64x256 1x1 convolution +3% (256); tasks 192 columns wide or
+ * less (BERT's 768-wide linears, ViT-Tiny's, 128-channel convolutions)
+ * lost 3-13%, so those keep reading A in place. */
+enum { KGEMM_PACK_A_MIN_COLS = 256 };
 
 static int kgemm_reads_a_in_place(const kgemm_ukernel_desc *uk, const kgemm_plan *plan, int64_t cs_a)
 {
