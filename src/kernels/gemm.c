@@ -667,9 +667,11 @@ static void kgemm_epilogue_only(int64_t M, int64_t N, float *C, int64_t ldc, con
  * lost 3-13%, so those keep reading A in place. */
 enum { KGEMM_PACK_A_MIN_COLS = 256 };
 
-static int kgemm_reads_a_in_place(const kgemm_ukernel_desc *uk, const kgemm_plan *plan, int64_t cs_a)
+static int kgemm_reads_a_in_place(const kgemm_ukernel_desc *uk, const kgemm_plan *plan, int64_t cs_a,
+				  const char *slots)
 {
-	return cs_a == 1 && !(uk->pack_a && plan->nc >= KGEMM_PACK_A_MIN_COLS);
+	/* no slots: kgemm_f32_b_in_place, which has no workspace to pack into */
+	return cs_a == 1 && (!slots || !(uk->pack_a && plan->nc >= KGEMM_PACK_A_MIN_COLS));
 }
 
 static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -680,7 +682,7 @@ static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, in
 	kgemm_plan plan = kgemm_make_plan(uk, batch, M, N, K, rt_pool_size(pool));
 	kgemm_job j = {uk, M, N, K, A, bs_a, rs_a, cs_a, Bp, bs_bp, C, bs_c, ldc, ep,
 		       plan, slots, kgemm_slot_bytes(uk, M, K),
-		       kgemm_reads_a_in_place(uk, &plan, cs_a), NULL, 0, 0};
+		       kgemm_reads_a_in_place(uk, &plan, cs_a, slots), NULL, 0, 0};
 	rt_pool_run(pool, batch * j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 
@@ -696,7 +698,7 @@ static void kgemm_run_b_source(const kgemm_ukernel_desc *uk, int64_t M, int64_t 
 	size_t a_bytes = kgemm_slot_bytes(uk, M, K);
 	kgemm_job j = {uk, M, N, K, A, 0, rs_a, cs_a, NULL, 0, C, 0, ldc, ep,
 		       plan, slots, a_bytes + kgemm_panel_bytes(uk, M, K),
-		       kgemm_reads_a_in_place(uk, &plan, cs_a), B, ldb, a_bytes};
+		       kgemm_reads_a_in_place(uk, &plan, cs_a, slots), B, ldb, a_bytes};
 	rt_pool_run(pool, j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 

@@ -296,6 +296,7 @@ static void test_packed_a(rt_pool *pool)
 			   (int)(s % 3), 1.0f, s % 2 ? K_ACT_GELU : K_ACT_RELU, 2};
 		run_case(&g, PATH_PACKED, pool);
 		run_case(&g, PATH_UNPACKED, pool);
+		run_case(&g, PATH_B_IN_PLACE, pool); /* no workspace: A stays in place */
 	}
 }
 
