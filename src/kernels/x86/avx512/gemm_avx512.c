@@ -174,11 +174,11 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 		}
 	}
 	/* U k steps per iteration; with S sets, step u adds into set u. One
-	 * set still takes 4 steps an iteration: a 2048^3 product with 2
-	 * threads ran 5% faster than with one step (and the tile's prefetch
-	 * test once per 4 steps instead of every step), 1x1-convolution and
-	 * BERT shapes 1-3% */
-	const int U = S > 1 ? S : 4;
+	 * set over a packed A still takes 4 steps an iteration: a 2048^3
+	 * product with 2 threads ran 5-8% faster than with one step, 512^3
+	 * 3-6%. Over A read in place, 4 steps lost 3-6% on the NCHW 1x1
+	 * convolutions' products (512x1024 @ 1024x196, 128x256 @ 256x3136) */
+	const int U = S > 1 ? S : PACKED ? 4 : 1;
 	/* (a count and a cursor spilled the in-place A rows' pointers to the
 	 * stack; a base and an end step leave them in registers) */
 	/* B read in place may also be stored, as it is read, into a packed
