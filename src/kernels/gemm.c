@@ -14,10 +14,11 @@
  * much as the arithmetic it fed when N is small (ResNet's 64-channel layers
  * ran at 70% of peak instead of 90%). Wide tasks pack it, where the kernel
  * has a fast packing (kgemm_reads_a_in_place). Other layouts of A are always
- * packed into the thread's workspace slot. Partial sums over K blocks stay in C (hot in L2); the last
- * K block applies the activation tile by tile. While the micro-tiles of one
- * B micro-panel run, the next panel is prefetched a slice per tile (it comes
- * from L3 when B outgrows L2: +10% at 1024^3 on AVX-512).
+ * packed into the thread's workspace slot. Partial sums over K blocks stay
+ * in C (hot in L2); the last K block applies the activation tile by tile.
+ * While the micro-tiles of one B micro-panel run, the next panel is
+ * prefetched a slice per tile (it comes from L3 when B outgrows L2: +10% at
+ * 1024^3 on AVX-512).
  *
  * Thin products (M <= KGEMM_THIN_M) in kgemm_f32 skip packing B: see
  * kgemm_thin.

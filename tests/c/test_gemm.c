@@ -284,10 +284,11 @@ static void test_blocks(rt_pool *pool)
 	}
 }
 
-/* Tasks at least 512 columns wide pack a row-major A when the kernel has a
+/* Tasks at least 256 columns wide pack a row-major A when the kernel has a
  * fast packing (gemm.c, kgemm_reads_a_in_place): rows past the last full
  * panel, K past a multiple of 4 and past a K block, lda = K + 3 (unaligned
- * rows). 4100 columns keep tasks that wide with 2 and 3 threads. */
+ * rows). All of them pack with 1 thread; 13 x 2048 and 61 x 4100 also with
+ * 2 and 3 (tasks 352 to 1056 columns wide). */
 static void test_packed_a(rt_pool *pool)
 {
 	static const int64_t shapes[][3] = {{29, 1100, 33}, {13, 2048, 70}, {37, 600, 515}, {61, 4100, 301}};
