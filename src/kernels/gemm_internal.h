@@ -23,6 +23,11 @@ enum {
 	 * packed B panel is read once per call from L2 (a whole K too long
 	 * for L1, as in linear_rows), so the kernel prefetches it ahead */
 	KGEMM_TILE_STREAM_B = 4,
+	/* For kernels whose descriptor sets store_t: C (and the residual) is
+	 * the tile's transpose, element (r, j) at c[j * ldc + r]. linear_rows
+	 * computes y^T = w x^T and stores it into y as it leaves the registers,
+	 * with no y^T buffer and no transpose pass after the GEMM */
+	KGEMM_TILE_STORE_T = 8,
 };
 
 /* The epilogue of one micro-tile. Pointers are already offset to the tile's
@@ -98,6 +103,8 @@ typedef struct kgemm_ukernel_desc {
 	int tile_prefetch;
 	/* strided stores its B panel to kgemm_tile_ep.bcopy */
 	int strided_packs_b;
+	/* fn honours KGEMM_TILE_STORE_T (on any tile; strided and seg do not) */
+	int store_t;
 	/* optional fast packing of row-major A; with it, the driver packs A
 	 * for tasks wide enough to repay it (gemm.c, kgemm_reads_a_in_place) */
 	kgemm_pack_a_fn pack_a;

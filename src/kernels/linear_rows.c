@@ -9,12 +9,15 @@
  * y^T = w x^T: the weight, row-major, is the GEMM's A, which the GEMM reads
  * in place (as it reads the activations in linear_packed), and x^T is B,
  * packed once per call (M x K floats, small next to w). Tasks take blocks
- * of w's rows (outputs) by blocks of tokens; each computes its block of y^T
- * into its own buffer, with the bias as the per-row bias of y^T and the
- * activation when there is no residual, then transposes it into y while
- * it is in cache and adds the residual and then the activation, if there
- * is one. The residual is read after the GEMM, so it may not alias y
- * (plan/inplace.c does not list this kernel). */
+ * of w's rows (outputs) by blocks of tokens. Where the micro-kernel stores
+ * tiles transposed (AVX-512), each tile of y^T goes into y from the
+ * registers, with the bias, the residual and the activation. Otherwise a
+ * task computes its block of y^T into its own buffer, with the bias as
+ * the per-row bias of y^T and the activation when there is no residual,
+ * then transposes it into y while it is in cache and adds the residual
+ * and then the activation, if there is one. The residual is read after
+ * the products, so it may not alias y (plan/inplace.c does not list this
+ * kernel). */
 #include "kernels/linear_rows.h"
 
 #include <string.h>
@@ -83,8 +86,12 @@ static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
 		tasks = k_cdiv(N, p.rows) * k_cdiv(M, p.tokens);
 	}
 	p.packed_bytes = k_align64(kgemm_packed_b_size(K, M));
-	p.buf_bytes = k_align64(sizeof(float) * (size_t)(p.rows * p.tokens));
-	p.slot_bytes = p.buf_bytes + k_align64(kgemm_packed_workspace_bytes(p.rows, p.tokens, K, 1));
+	/* the y^T block; none where the tiles are stored into y directly */
+	const bool into_y = direct_tiles(K) && kgemm_active_ukernel()->store_t;
+	p.buf_bytes = into_y ? 0 : k_align64(sizeof(float) * (size_t)(p.rows * p.tokens));
+	/* the blocked GEMM's packing space, for K past the tile loop's reach */
+	const size_t gemm_ws = direct_tiles(K) ? 0 : kgemm_packed_workspace_bytes(p.rows, p.tokens, K, 1);
+	p.slot_bytes = p.buf_bytes + k_align64(gemm_ws);
 	return p;
 }
 
@@ -116,16 +123,25 @@ static void pack_task(void *ctx, int64_t t, int thread)
 	}
 }
 
+/* The tile loop. With a kernel that stores tiles transposed (AVX-512),
+ * each tile goes straight into y from the registers, with the bias, the
+ * residual and the activation: no y^T block, no transpose pass (which
+ * took 9% of BERT-base's 3072x768 product at 128 tokens). Otherwise it
+ * writes the task's y^T block into buf, for gemm_task to transpose. */
 static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, int64_t tokens, float *buf)
 {
 	const kgemm_ukernel_desc *uk = kgemm_active_ukernel();
 	const int mr = uk->mr, nr = uk->nr;
-	const int64_t K = j->p.K, npanels = k_cdiv(tokens, nr);
+	const int64_t N = j->p.N, K = j->p.K, npanels = k_cdiv(tokens, nr);
 	kgemm_tile_ep te = {0};
 	te.alpha = 1.0f;
 	/* a panel (K x nr, past L1 for K > 384) is read once per call */
 	te.flags = KGEMM_TILE_FIRST | KGEMM_TILE_LAST | KGEMM_TILE_STREAM_B;
-	te.act = j->res ? K_ACT_NONE : j->act;
+	te.act = j->res && !uk->store_t ? K_ACT_NONE : j->act;
+	if (uk->store_t) {
+		te.flags |= KGEMM_TILE_STORE_T;
+		te.ld_res = N;
+	}
 	for (int64_t i = 0; i < rows; i += mr) {
 		const int m = (int)k_min64(mr, rows - i);
 		const float *w = j->w + (n0 + i) * K;
@@ -142,8 +158,14 @@ static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, 
 				te.pf_lines = (int)k_min64(share, lines - done);
 				done += te.pf_lines;
 			}
-			uk->fn(K, w, K, 1, kgemm_packed_b_panel(j->xt, m0 + p * nr), buf + i * tokens + p * nr, tokens, m,
-			       n, &te);
+			const float *xt = kgemm_packed_b_panel(j->xt, m0 + p * nr);
+			if (uk->store_t) {
+				const int64_t at = (m0 + p * nr) * N + n0 + i; /* token m0 + p * nr, output n0 + i */
+				te.res = j->res ? j->res + at : NULL;
+				uk->fn(K, w, K, 1, xt, j->y + at, N, m, n, &te);
+			} else {
+				uk->fn(K, w, K, 1, xt, buf + i * tokens + p * nr, tokens, m, n, &te);
+			}
 		}
 	}
 }
@@ -159,6 +181,8 @@ static void gemm_task(void *ctx, int64_t t, int thread)
 	float *buf = (float *)slot;
 	if (direct_tiles(p->K)) {
 		gemm_tiles(j, n0, rows, m0, tokens, buf);
+		if (kgemm_active_ukernel()->store_t)
+			return; /* stored into y, epilogue and all */
 	} else {
 		k_epilogue ep = k_epilogue_none();
 		ep.bias_m = j->bias ? j->bias + n0 : NULL;

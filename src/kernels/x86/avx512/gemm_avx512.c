@@ -101,6 +101,8 @@ AIR_INLINE void prefetch_row(const float *p, int n)
 }
 
 enum { MR = 12, NR = 32 };
+/* Bounds of the tile template's accumulator array: rows, vectors, sets. */
+enum { MAXR = 16, MAXV = 4, MAXS = 4 };
 
 /* Row r of the tile's A, k steps on. Rows read in place (PACKED 0: cs_a is
  * 1, row r at a + r * rs_a) are reached from one base pointer per 3 rows
@@ -139,6 +141,78 @@ AIR_INLINE void copy_b_row(const int NV, float *dst, const __m512 *bv)
 		_mm512_storeu_ps(dst + 16 * v, v < NV ? bv[v] : _mm512_setzero_ps());
 }
 
+/* r[0..15] transposed in place: r[j] lane i becomes r[i] lane j. Pairs of
+ * floats, then of doubles, within 128-bit lanes, then the lanes: 64
+ * shuffles. */
+AIR_INLINE void transpose16(__m512 *r)
+{
+	__m512 t[16], u[16];
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++) {
+		t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+	}
+	/* u[4i + q], 128-bit lane L: column 4L + q of rows 4i..4i+3 */
+#pragma GCC unroll 4
+	for (int i = 0; i < 4; i++) {
+		__m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
+		__m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
+		u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+		u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+		u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+		u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+	}
+#pragma GCC unroll 4
+	for (int q = 0; q < 4; q++) {
+		__m512 lo01 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x44), lo23 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xee);
+		__m512 hi01 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x44);
+		__m512 hi23 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xee);
+		r[q] = _mm512_shuffle_f32x4(lo01, hi01, 0x88);
+		r[4 + q] = _mm512_shuffle_f32x4(lo01, hi01, 0xdd);
+		r[8 + q] = _mm512_shuffle_f32x4(lo23, hi23, 0x88);
+		r[12 + q] = _mm512_shuffle_f32x4(lo23, hi23, 0xdd);
+	}
+}
+
+/* The epilogue of a ROWS x n tile stored transposed (KGEMM_TILE_STORE_T):
+ * column j of the accumulators, after a 16x16 transpose, is C's row j, its
+ * ROWS floats contiguous; the same sums, in the same order, as the
+ * row-major epilogue in tile(). */
+AIR_INLINE void store_tile_t(const int ROWS, const int NV, __m512 (*acc)[MAXV], float *c, int64_t ldc, int n,
+			     const kgemm_tile_ep *ep)
+{
+	const int first = ep->flags & KGEMM_TILE_FIRST, last = ep->flags & KGEMM_TILE_LAST;
+	const k_act act = last ? ep->act : K_ACT_NONE;
+	const __mmask16 rows = k16_lanes(ROWS);
+	const __m512 alpha = _mm512_set1_ps(ep->alpha);
+	const __m512 bm = first && ep->bias_m ? _mm512_maskz_loadu_ps(rows, ep->bias_m) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+	for (int v = 0; v < NV; v++) {
+		__m512 t[16];
+#pragma GCC unroll 16
+		for (int r = 0; r < 16; r++)
+			t[r] = r < ROWS ? _mm512_mul_ps(acc[r][v], alpha) : _mm512_setzero_ps();
+		transpose16(t);
+		const int cols = n - 16 * v < 16 ? n - 16 * v : 16;
+		for (int j = 0; j < cols; j++) {
+			const int64_t col = 16 * v + j;
+			float *cj = c + col * ldc;
+			__m512 x = t[j];
+			if (first) {
+				__m512 bn = ep->bias_n ? _mm512_set1_ps(ep->bias_n[col]) : _mm512_setzero_ps();
+				x = _mm512_add_ps(_mm512_add_ps(x, bn), bm);
+				if (ep->res)
+					x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(rows, ep->res + col * ep->ld_res));
+			} else {
+				x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(rows, cj));
+			}
+			_mm512_mask_storeu_ps(cj, rows, act_simple(x, act));
+		}
+	}
+	if (kgemm_act_is_transcendental(act))
+		act_tile(c, ldc, n, ROWS, act);
+}
+
 /* One tile: ROWS rows (<= MR) x NV vectors of 16 columns, S accumulator
  * sets; B row p at b + p * ldb (BMASK: B read in place, masked to n); PF:
  * issues ep->pf's lines (gemm_internal.h), one every 4 k steps, and PF 2
@@ -147,7 +221,6 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 		     int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a, const float *b,
 		     const int64_t ldb, float *c, int64_t ldc, int n, const kgemm_tile_ep *ep)
 {
-	enum { MAXR = 16, MAXV = 4, MAXS = 4 };
 	__mmask16 mask[MAXV];
 #pragma GCC unroll 4
 	for (int v = 0; v < NV; v++)
@@ -165,7 +238,10 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 		const int first = ep->flags & KGEMM_TILE_FIRST;
 		const float *pc = first ? ep->res : c;
 		int64_t ld = first ? ep->ld_res : ldc;
-		if (pc) {
+		if (pc && PF == 2 && (ep->flags & KGEMM_TILE_STORE_T)) {
+			for (int j = 0; j < n; j++)
+				_mm_prefetch((const char *)(pc + j * ld), _MM_HINT_T0);
+		} else if (pc) {
 #pragma GCC unroll 16
 			for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 4
@@ -254,6 +330,11 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 			for (int v = 0; v < NV; v++)
 				acc[0][r][v] = _mm512_add_ps(acc[0][r][v], acc[s][r][v]);
 
+	/* (only the streaming variant, linear_rows' full tiles, is built with it) */
+	if (PF == 2 && (ep->flags & KGEMM_TILE_STORE_T)) {
+		store_tile_t(ROWS, NV, acc[0], c, ldc, n, ep);
+		return;
+	}
 	const int first = ep->flags & KGEMM_TILE_FIRST, last = ep->flags & KGEMM_TILE_LAST;
 	const __m512 alpha = _mm512_set1_ps(ep->alpha);
 	const k_act act = last ? ep->act : K_ACT_NONE;
@@ -312,12 +393,19 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
  * and ran about 10% slower than this one; 8x48 and 6x64 tiles were slower
  * still (bench_gemm). A is read in place (cs_a == 1) or packed (rs_a == 1,
  * cs_a == MR): the only layouts the driver passes (gemm_internal.h). */
+static void tile_t_via_buffer(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b, float *c,
+			      int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+
 void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
 				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep)
 {
 	const int64_t nseg = 1, seg_stride = 0;
 	if (m == MR && n > 16 && cs_a == 1 && (ep->flags & KGEMM_TILE_STREAM_B)) {
 		tile(MR, 2, 1, 0, 0, 2, kc, 1, 0, a, rs_a, b, NR, c, ldc, n, ep);
+		return;
+	}
+	if (ep->flags & KGEMM_TILE_STORE_T) {
+		tile_t_via_buffer(kc, a, rs_a, cs_a, b, c, ldc, m, n, ep);
 		return;
 	}
 	if (ep->pf_lines > 0 && m == MR && n > 16) { /* full tiles, one accumulator set */
@@ -331,6 +419,41 @@ void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64
 		TILE_ALL_ROWS(0, 0, NR)
 	}
 	TILE_ALL_ROWS(0, 1, NR)
+}
+
+/* KGEMM_TILE_STORE_T on a tile only the streaming variant stores
+ * transposed from its registers (partial tiles, a tile without
+ * KGEMM_TILE_STREAM_B): the product and bias into a buffer, then stored
+ * transposed with the rest of the epilogue, in the row-major order of
+ * sums. Out of line: rare, and it would bloat the wrapper. */
+static __attribute__((noinline)) void tile_t_via_buffer(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+							 const float *b, float *c, int64_t ldc, int m, int n,
+							 const kgemm_tile_ep *ep)
+{
+	float buf[MR * NR];
+	const int first = ep->flags & KGEMM_TILE_FIRST, last = ep->flags & KGEMM_TILE_LAST;
+	kgemm_tile_ep e = *ep;
+	e.flags = (ep->flags | KGEMM_TILE_FIRST | KGEMM_TILE_LAST) & ~KGEMM_TILE_STORE_T;
+	e.res = NULL;
+	e.act = K_ACT_NONE;
+	if (!first)
+		e.bias_m = e.bias_n = NULL;
+	kgemm_ukernel_12x32__avx512(kc, a, rs_a, cs_a, b, buf, NR, m, n, &e);
+	const k_act act = last ? ep->act : K_ACT_NONE;
+	for (int j = 0; j < n; j++) {
+		float *cj = c + j * ldc;
+		const float *res = first && ep->res ? ep->res + j * ep->ld_res : NULL;
+		for (int r = 0; r < m; r++) {
+			float x = buf[r * NR + j];
+			if (!first)
+				x += cj[r];
+			else if (res)
+				x += res[r];
+			cj[r] = kgemm_act_simple_f32(x, act);
+		}
+	}
+	if (kgemm_act_is_transcendental(act))
+		act_tile(c, ldc, n, m, act);
 }
 
 void kgemm_ukernel_12x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
