@@ -578,7 +578,7 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 					const int64_t e = k_min64(plines, pf + pf_step);
 					/* spread over a full tile's k steps where the
 					 * kernel can (gemm_internal.h); else now */
-					if (uk->tile_prefetch && m == mr && n > nr / 2 && 4 * (e - pf) <= kc) {
+					if (uk->tile_prefetch && m == mr && n > nr / 2 && 2 * (e - pf) <= kc) {
 						te.pf = next + pf * 64;
 						te.pf_lines = (int)(e - pf);
 						pf = e;

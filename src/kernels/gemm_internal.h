@@ -45,7 +45,8 @@ typedef struct kgemm_tile_ep {
 	int64_t ld_res;
 	/* For kernels whose descriptor sets tile_prefetch, on full tiles
 	 * (m == mr, n > nr / 2) only: pf_lines cache lines from pf on, one
-	 * prefetched to L2 every 4 k steps (pf_lines <= kc / 4). Spread out
+	 * prefetched to L2 every 4 k steps, or every 2 for more than kc / 4
+	 * (pf_lines <= kc / 2). Spread out
 	 * like this rather than issued in a burst before the tile, prefetches
 	 * of a cold weight panel do not queue behind each other for the core's
 	 * few line-fill buffers. */

@@ -296,7 +296,9 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 	 * panel (kgemm_tile_ep.bcopy) */
 	float *bc = BMASK ? ep->bcopy : NULL;
 	const char *pf = ep->pf;
-	const int64_t pf_end = PF ? 4 * (int64_t)ep->pf_lines : 0;
+	/* a line every 4 k steps, or every 2 when there are more than kc / 4 */
+	const int pf_shift = PF && 4 * (int64_t)ep->pf_lines > kc ? 1 : 2;
+	const int64_t pf_end = PF ? (int64_t)ep->pf_lines << pf_shift : 0, pf_mask = (1 << pf_shift) - 1;
 	/* nseg blocks of kc along K, block g of A at a + g * seg_stride (see
 	 * kgemm_ukernel_seg_fn; 1 for a plain tile); B runs on through them */
 	for (int64_t g = 0; g < nseg; g++) {
@@ -307,10 +309,10 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 			A.base[q] = a + g * seg_stride + (PACKED ? 0 : 3 * q * rs_a);
 		int64_t p = 0;
 		for (; p + U <= kc; p += U) {
-			if (PF && (p & 3) == 0 && p < pf_end)
-				_mm_prefetch(pf + 16 * p, _MM_HINT_T1);
 #pragma GCC unroll 4
 			for (int u = 0; u < U; u++) {
+				if (PF && ((p + u) & pf_mask) == 0 && p + u < pf_end)
+					_mm_prefetch(pf + 64 * ((p + u) >> pf_shift), _MM_HINT_T1);
 				const int s = S > 1 ? u : 0;
 				__m512 bv[MAXV];
 				if (BMASK)
