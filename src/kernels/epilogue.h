@@ -25,12 +25,18 @@ typedef struct k_epilogue {
 				  * may alias C (then read before written) */
 	int64_t ld_residual;
 	k_act act;               /* applied last */
+	/* Not the epilogue proper: the packed B panels the caller multiplies
+	 * by next (or NULL), whose first next_b_bytes the product's last task
+	 * prefetches as it ends, as it prefetches its own later panels. For
+	 * chains of small products on cold weights (Winograd's 16 GEMMs). */
+	const float *next_b;
+	int64_t next_b_bytes;
 } k_epilogue;
 
 /* The identity epilogue (alpha 1, nothing else). */
 static inline k_epilogue k_epilogue_none(void)
 {
-	k_epilogue e = {1.0f, 0, 0, 0, 0, K_ACT_NONE};
+	k_epilogue e = {1.0f, 0, 0, 0, 0, K_ACT_NONE, 0, 0};
 	return e;
 }
 

@@ -512,6 +512,7 @@ typedef struct kgemm_job {
 	const float *Bsrc;
 	int64_t ldb;
 	size_t panel_at;
+	int64_t ntasks; /* the last one prefetches ep->next_b */
 } kgemm_job;
 
 static void kgemm_task(void *ctx, int64_t t, int thread)
@@ -565,9 +566,14 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 			 * hardware prefetchers alone ran M = 1 and M = 4 against a
 			 * 2048x1000 weight 1.15-1.4x as fast, hot or cold) */
 			const int burst_only = uk->tile_prefetch && m1 - m0 <= mr;
-			const char *next = pc_next < K && !burst_only && !j->Bsrc
-						   ? (const char *)(Bp + (jj_next / nr) * K * nr + pc_next * nr)
-						   : NULL;
+			const char *next = NULL;
+			if (pc_next < K && !burst_only && !j->Bsrc) {
+				next = (const char *)(Bp + (jj_next / nr) * K * nr + pc_next * nr);
+			} else if (ep->next_b && !burst_only && t == j->ntasks - 1) {
+				/* past the last panel: the caller's next B, panel by panel */
+				const int64_t at = (q - k_cdiv(K, j->plan.kc) * npanels) * plines * 64;
+				next = at < ep->next_b_bytes ? (const char *)ep->next_b + at : NULL;
+			}
 			const int n = (int)k_min64(nr, n1 - jj);
 			te.bias_n = ep->bias_n ? ep->bias_n + jj : NULL;
 			int64_t pf = 0;
@@ -683,7 +689,7 @@ static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, in
 	kgemm_plan plan = kgemm_make_plan(uk, batch, M, N, K, rt_pool_size(pool));
 	kgemm_job j = {uk, M, N, K, A, bs_a, rs_a, cs_a, Bp, bs_bp, C, bs_c, ldc, ep,
 		       plan, slots, kgemm_slot_bytes(uk, M, K),
-		       kgemm_reads_a_in_place(uk, &plan, cs_a, slots), NULL, 0, 0};
+		       kgemm_reads_a_in_place(uk, &plan, cs_a, slots), NULL, 0, 0, batch * plan.nm * plan.nn};
 	rt_pool_run(pool, batch * j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 
@@ -699,7 +705,7 @@ static void kgemm_run_b_source(const kgemm_ukernel_desc *uk, int64_t M, int64_t 
 	size_t a_bytes = kgemm_slot_bytes(uk, M, K);
 	kgemm_job j = {uk, M, N, K, A, 0, rs_a, cs_a, NULL, 0, C, 0, ldc, ep,
 		       plan, slots, a_bytes + kgemm_panel_bytes(uk, M, K),
-		       kgemm_reads_a_in_place(uk, &plan, cs_a, slots), B, ldb, a_bytes};
+		       kgemm_reads_a_in_place(uk, &plan, cs_a, slots), B, ldb, a_bytes, plan.nm * plan.nn};
 	rt_pool_run(pool, j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 
