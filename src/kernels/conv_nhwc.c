@@ -30,19 +30,21 @@ typedef struct rows_fns {
 	knhwc_max_fn max;
 	knhwc_avg_fn avg;
 	knhwc_tr8_fn tr8;
+	knhwc_tr8_fn tr16; /* 16 x 16 blocks, or NULL */
 } rows_fns;
 
 static rows_fns pick_rows(void)
 {
-	rows_fns f = {knhwc_dw_row__portable, knhwc_max__portable, knhwc_avg__portable, knhwc_tr8__portable};
+	rows_fns f = {knhwc_dw_row__portable, knhwc_max__portable, knhwc_avg__portable, knhwc_tr8__portable, NULL};
 #ifdef AIR_HAVE_X86
 	unsigned isa = kcpu_features();
 	const unsigned avx512 = KCPU_AVX512F | KCPU_AVX512BW | KCPU_AVX512VL;
 	if ((isa & avx512) == avx512) {
-		rows_fns a = {knhwc_dw_row__avx512, knhwc_max__avx512, knhwc_avg__avx512, knhwc_tr8__avx512};
+		rows_fns a = {knhwc_dw_row__avx512, knhwc_max__avx512, knhwc_avg__avx512, knhwc_tr8__avx512,
+			      knhwc_tr16__avx512};
 		f = a;
 	} else if (isa & KCPU_AVX2) {
-		rows_fns a = {knhwc_dw_row__avx2, knhwc_max__avx2, knhwc_avg__avx2, knhwc_tr8__avx2};
+		rows_fns a = {knhwc_dw_row__avx2, knhwc_max__avx2, knhwc_avg__avx2, knhwc_tr8__avx2, NULL};
 		f = a;
 	}
 #endif
@@ -554,11 +556,12 @@ const k_kernel kfast_adaptive_avg_pool2d_nhwc = {"adaptive_avg_pool2d_nhwc_chann
  * layout pass's [0, 2, 3, 1] into NHWC (R = C, S = H*W) and [0, 3, 1, 2]
  * back (R = H*W, S = C), and any transpose of the last two dims (a
  * linear's weight in a backward graph: [1, 0], 3.5 ms a 2048 x 1000 in the
- * element-by-element reference). In 8 x 8 blocks transposed in registers
- * (conv_nhwc_rows.h), a strip of TR rows by up to TS columns per task. The
- * scalar 16 x 16 tiles this replaced took 0.5 ms for a 64 x 112 x 112 map
- * on Zen 3, and a 3-channel input (the stem's) was a single task. */
-enum { TB8 = 8, TR = 32, TS = 4096 };
+ * element-by-element reference). In 16 x 16 (AVX-512) or 8 x 8 blocks
+ * transposed in registers (kconv_transpose), a strip of TR rows by up to TS
+ * columns per task. The scalar 16 x 16 tiles this replaced took 0.5 ms
+ * for a 64 x 112 x 112 map on Zen 3, and a 3-channel input (the stem's)
+ * was a single task. */
+enum { TR = 32, TS = 4096 };
 
 /* The split (n, R, S) of a permute of 4-byte elements that swaps two
  * trailing blocks, or false. */
@@ -605,39 +608,49 @@ typedef struct tr_job {
 	int64_t nr, ns; /* row strips, column chunks per image */
 } tr_job;
 
+/* Rows [r0, r1) x columns [c0, c1) of x transposed into y (+ res if not
+ * NULL): blocks of b x b where the CPU has them (16, then 8 for the strips
+ * they leave), then one element at a time. */
+static void transpose_region(const rows_fns *f, int b, const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy,
+			     const float *res, int64_t ldr, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
+{
+	if (r0 >= r1 || c0 >= c1)
+		return;
+	knhwc_tr8_fn block = b == 16 ? f->tr16 : b == 8 ? f->tr8 : NULL;
+	if (!block && b > 1) {
+		transpose_region(f, b / 2, x, ldx, y, ldy, res, ldr, r0, r1, c0, c1);
+		return;
+	}
+	if (!block) {
+		for (int64_t c = c0; c < c1; c++)
+			for (int64_t r = r0; r < r1; r++) {
+				if (res)
+					((float *)y)[c * ldy + r] = ((const float *)x)[r * ldx + c] + res[c * ldr + r];
+				else
+					y[c * ldy + r] = x[r * ldx + c];
+			}
+		return;
+	}
+	const int64_t rb = r0 + (r1 - r0) / b * b, cb = c0 + (c1 - c0) / b * b;
+	for (int64_t c = c0; c < cb; c += b)
+		for (int64_t r = r0; r < rb; r += b)
+			block(x + r * ldx + c, ldx, y + c * ldy + r, ldy, res ? res + c * ldr + r : NULL, ldr);
+	/* the strips left: columns past the blocks, then rows past them */
+	transpose_region(f, b / 2, x, ldx, y, ldy, res, ldr, r0, rb, cb, c1);
+	transpose_region(f, b / 2, x, ldx, y, ldy, res, ldr, rb, r1, c0, c1);
+}
+
 void kconv_transpose(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows, int64_t cols)
 {
-	knhwc_tr8_fn tr8 = pick_rows().tr8;
-	const uint32_t *xs = (const uint32_t *)x;
-	uint32_t *ys = (uint32_t *)y;
-	int64_t rb = rows / TB8 * TB8, cb = cols / TB8 * TB8;
-	for (int64_t c = 0; c < cb; c += TB8)
-		for (int64_t r = 0; r < rb; r += TB8)
-			tr8(xs + r * ldx + c, ldx, ys + c * ldy + r, ldy, NULL, 0);
-	/* the edges: rows past the last whole block, then columns */
-	for (int64_t c = 0; c < cols; c++)
-		for (int64_t r = rb; r < rows; r++)
-			ys[c * ldy + r] = xs[r * ldx + c];
-	for (int64_t c = cb; c < cols; c++)
-		for (int64_t r = 0; r < rb; r++)
-			ys[c * ldy + r] = xs[r * ldx + c];
+	rows_fns f = pick_rows();
+	transpose_region(&f, 16, (const uint32_t *)x, ldx, (uint32_t *)y, ldy, NULL, 0, 0, rows, 0, cols);
 }
 
 void kconv_transpose_add(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows, int64_t cols,
 			 const float *res, int64_t ldr)
 {
-	knhwc_tr8_fn tr8 = pick_rows().tr8;
-	int64_t rb = rows / TB8 * TB8, cb = cols / TB8 * TB8;
-	for (int64_t c = 0; c < cb; c += TB8)
-		for (int64_t r = 0; r < rb; r += TB8)
-			tr8((const uint32_t *)(x + r * ldx + c), ldx, (uint32_t *)(y + c * ldy + r), ldy,
-			    res + c * ldr + r, ldr);
-	for (int64_t c = 0; c < cols; c++)
-		for (int64_t r = rb; r < rows; r++)
-			y[c * ldy + r] = x[r * ldx + c] + res[c * ldr + r];
-	for (int64_t c = cb; c < cols; c++)
-		for (int64_t r = 0; r < rb; r++)
-			y[c * ldy + r] = x[r * ldx + c] + res[c * ldr + r];
+	rows_fns f = pick_rows();
+	transpose_region(&f, 16, (const uint32_t *)x, ldx, (uint32_t *)y, ldy, res, ldr, 0, rows, 0, cols);
 }
 
 static void tr_task(void *p, int64_t t, int thread)

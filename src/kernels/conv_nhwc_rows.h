@@ -28,6 +28,8 @@ typedef void (*knhwc_avg_fn)(const float *x, int64_t W, int64_t C, int64_t h0, i
  * (floats only), y[j * ldy + i] = x[i * ldx + j] + res[j * ldr + i]. */
 typedef void (*knhwc_tr8_fn)(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy, const float *res,
 			     int64_t ldr);
+/* The same for a 16 x 16 block, AVX-512 only (x86/avx512/transpose_avx512.c). */
+void knhwc_tr16__avx512(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy, const float *res, int64_t ldr);
 /* m[i] = max(m[i], v[i]) for i < n, NaN winning and ties keeping m, as in
  * knhwc_max: one window tap of the NCHW max pool (pool_nchw.c). */
 typedef void (*knhwc_vmax_fn)(float *m, const float *v, int64_t n);

@@ -18,6 +18,7 @@
 #include "kernels/x86/avx2/vmath_avx2.h"
 #include "kernels/x86/avx512/vmath_avx512.h"
 #include "kernels/x86/avx512/lanes_avx512.h"
+#include "kernels/x86/avx512/transpose_avx512.h"
 
 #define AIR_INLINE static inline __attribute__((always_inline))
 
@@ -141,39 +142,6 @@ AIR_INLINE void copy_b_row(const int NV, float *dst, const __m512 *bv)
 		_mm512_storeu_ps(dst + 16 * v, v < NV ? bv[v] : _mm512_setzero_ps());
 }
 
-/* r[0..15] transposed in place: r[j] lane i becomes r[i] lane j. Pairs of
- * floats, then of doubles, within 128-bit lanes, then the lanes: 64
- * shuffles. */
-AIR_INLINE void transpose16(__m512 *r)
-{
-	__m512 t[16], u[16];
-#pragma GCC unroll 8
-	for (int i = 0; i < 8; i++) {
-		t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-		t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-	}
-	/* u[4i + q], 128-bit lane L: column 4L + q of rows 4i..4i+3 */
-#pragma GCC unroll 4
-	for (int i = 0; i < 4; i++) {
-		__m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
-		__m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
-		u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-		u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-		u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-		u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-	}
-#pragma GCC unroll 4
-	for (int q = 0; q < 4; q++) {
-		__m512 lo01 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x44), lo23 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xee);
-		__m512 hi01 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x44);
-		__m512 hi23 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xee);
-		r[q] = _mm512_shuffle_f32x4(lo01, hi01, 0x88);
-		r[4 + q] = _mm512_shuffle_f32x4(lo01, hi01, 0xdd);
-		r[8 + q] = _mm512_shuffle_f32x4(lo23, hi23, 0x88);
-		r[12 + q] = _mm512_shuffle_f32x4(lo23, hi23, 0xdd);
-	}
-}
-
 /* A transcendental activation on 16 lanes in registers, bitwise what
  * act_tile gives on the stored values. */
 AIR_INLINE __m512 act_transcendental16(__m512 v, k_act act)
@@ -221,7 +189,7 @@ static __attribute__((noinline)) void store_tile_t(const int ROWS, const int NV,
 				x = act_simple(x, act);
 				t[r] = kgemm_act_is_transcendental(act) ? act_transcendental16(x, act) : x;
 			}
-			transpose16(t);
+			k16_transpose(t);
 			for (int j = 0; j < cols; j++)
 				_mm512_mask_storeu_ps(c + (16 * v + j) * ldc, rows, t[j]);
 			continue;
@@ -229,7 +197,7 @@ static __attribute__((noinline)) void store_tile_t(const int ROWS, const int NV,
 #pragma GCC unroll 16
 		for (int r = 0; r < 16; r++)
 			t[r] = r < ROWS ? _mm512_mul_ps(acc[r][v], alpha) : _mm512_setzero_ps();
-		transpose16(t);
+		k16_transpose(t);
 		for (int j = 0; j < cols; j++) {
 			const int64_t col = 16 * v + j;
 			float *cj = c + col * ldc;
