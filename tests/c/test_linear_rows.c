@@ -1,6 +1,6 @@
 /* test_linear_rows.c - linear with a borrowed constant weight under the
  * default memory optimization runs linear_gemm_weight_rows (no packed
- * copy) from 16 tokens and 256 x 256 weights: right on awkward sizes
+ * copy) from 16 tokens and 2 MiB weights: right on awkward sizes
  * (tokens past one task's block, rows past one tile, K past the AVX-512
  * tile loop's reach), with and without bias, residual and each kind of
  * activation, x of rank 2 and 3, against the reference kernels. A weight
@@ -133,8 +133,9 @@ static void check_input_weight(const lin_case *c, int rows_expected)
 }
 
 /* An owned weight (copied into the graph, as passes make them) cannot be
- * borrowed at run time, and under 16 tokens or 256 rows or columns of
- * weight the packed kernel is faster: all keep linear_gemm_packed. */
+ * borrowed at run time, and under 16 tokens, 256 rows or columns of
+ * weight, or 2 MiB of borrowed weight the packed kernel is faster: all
+ * keep linear_gemm_packed. */
 static void check_packed(const lin_case *c, int borrow)
 {
 	air_graph *g = build(c, borrow);
@@ -149,8 +150,8 @@ int main(void)
 {
 	/* (K 1000: the AVX-512 tile loop over panels that are not all full;
 	 * K 4100: past its reach, the blocked GEMM) */
-	static const int64_t shapes[][3] = {{16, 256, 256}, {21, 257, 259}, {300, 256, 263},
-					     {513, 260, 257}, {75, 1000, 300}, {40, 4100, 256}};
+	static const int64_t shapes[][3] = {{16, 768, 768}, {21, 769, 771}, {300, 720, 733},
+					     {70, 1030, 515}, {75, 1000, 530}, {40, 4100, 256}};
 	static const int acts[] = {0, 1, 3, 5, 6};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		for (int bias = 0; bias < 2; bias++)
@@ -161,9 +162,11 @@ int main(void)
 					check_case(&c);
 				}
 	lin_case owned = {32, 256, 256, 1, 0, 0, 0}, few = {15, 256, 256, 1, 0, 0, 0}, narrow = {32, 192, 768, 1, 0, 0, 0};
+	lin_case small = {32, 512, 512, 1, 0, 0, 0}; /* 1 MiB: under the 2 MiB a borrowed weight needs */
 	check_packed(&owned, 0);
 	check_packed(&few, 1);
 	check_packed(&narrow, 1);
+	check_packed(&small, 1);
 	lin_case inputs[] = {{128, 768, 768, 1, 0, 0, 0}, {21, 257, 259, 0, 1, 1, 0}, {300, 256, 263, 1, 1, 3, 0},
 			     {40, 4100, 256, 1, 0, 5, 0}};
 	for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
