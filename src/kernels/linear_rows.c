@@ -73,6 +73,13 @@ static bool direct_tiles(int64_t K)
 	return kgemm_active_ukernel()->tile_prefetch && K <= DIRECT_MAX_K;
 }
 
+/* The tile loop stores its tiles into y itself (gemm_tiles), epilogue and
+ * all: no y^T block to transpose after it. */
+static bool tiles_into_y(int64_t K)
+{
+	return direct_tiles(K) && kgemm_active_ukernel()->store_t;
+}
+
 static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
 {
 	rows_plan p;
@@ -96,8 +103,7 @@ static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
 	p.rows = blocks > 0 ? k_cdiv(k_cdiv(N, blocks), mr) * mr : mr;
 	p.packed_bytes = k_align64(kgemm_packed_b_size(K, M));
 	/* the y^T block; none where the tiles are stored into y directly */
-	const bool into_y = direct_tiles(K) && kgemm_active_ukernel()->store_t;
-	p.buf_bytes = into_y ? 0 : k_align64(sizeof(float) * (size_t)(p.rows * p.tokens));
+	p.buf_bytes = tiles_into_y(K) ? 0 : k_align64(sizeof(float) * (size_t)(p.rows * p.tokens));
 	/* the blocked GEMM's packing space, for K past the tile loop's reach */
 	const size_t gemm_ws = direct_tiles(K) ? 0 : kgemm_packed_workspace_bytes(p.rows, p.tokens, K, 1);
 	p.slot_bytes = p.buf_bytes + k_align64(gemm_ws);
@@ -190,8 +196,8 @@ static void gemm_task(void *ctx, int64_t t, int thread)
 	float *buf = (float *)slot;
 	if (direct_tiles(p->K)) {
 		gemm_tiles(j, n0, rows, m0, tokens, buf);
-		if (kgemm_active_ukernel()->store_t)
-			return; /* stored into y, epilogue and all */
+		if (tiles_into_y(p->K))
+			return;
 	} else {
 		k_epilogue ep = k_epilogue_none();
 		ep.bias_m = j->bias ? j->bias + n0 : NULL;
