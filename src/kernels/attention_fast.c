@@ -109,18 +109,28 @@ static int64_t pad_to(int64_t n, int64_t m)
 }
 
 /* The workspace: first K^T and V of every key block of every leading index,
- * packed once (kt [E][np], then vp [BK][evp] per block; V only when Ev is
- * not a multiple of KATT_PAD) and shared by all query blocks; then per-thread scratch: scores [BQ][BK], accumulator
- * [BQ][evp], m, l, alpha [BQ], a mask row [BK]. */
+ * packed once (kt [E][np], then vp [BK][evp] per block; V only when its
+ * rows are not KATT_PAD-wide and evp apart already: packs_v) and shared
+ * by all query blocks; then per-thread scratch: scores [BQ][BK],
+ * accumulator [BQ][evp], m, l, alpha [BQ], a mask row [BK]. */
 typedef struct att_layout {
 	size_t block; /* bytes of one packed key block */
 	size_t packed; /* bytes of all packed blocks */
 	size_t s, o, m, l, alpha, mrow, slot; /* byte offsets in a slot; slot = its size */
 } att_layout;
 
-static void att_layout_make(int64_t batch, int64_t S, int64_t E, int64_t Ev, int64_t evp, att_layout *a)
+/* V is packed unless its rows are KATT_PAD-wide and evp apart already */
+static bool packs_v(const ksdpa_geom *g, int64_t evp)
 {
-	a->block = k_align64((size_t)((E > 0 ? E : 1) * KATT_BK + (evp != Ev ? KATT_BK * evp : 0)) * sizeof(float));
+	return evp != g->Ev || g->v_rs != evp;
+}
+
+static void att_layout_make(const ksdpa_geom *g, int64_t evp, att_layout *a)
+{
+	int64_t E = g->E;
+	a->block = k_align64((size_t)((E > 0 ? E : 1) * KATT_BK + (packs_v(g, evp) ? KATT_BK * evp : 0)) *
+			     sizeof(float));
+	int64_t batch = g->batch, S = g->S;
 	a->packed = a->block * (size_t)batch * (size_t)((S + KATT_BK - 1) / KATT_BK);
 	size_t off = 0;
 #define ATT_TAKE(field, floats)                                  \
@@ -148,21 +158,22 @@ typedef struct att_job {
 	float scale, empty;
 } att_job;
 
-/* K^T of keys [kb0, kb0 + bk): kt[e][j], j padded to np with zeros, in
- * 8x8 register blocks (BERT-base's 12 heads at 128 tokens: the packing
- * phase took 31 us a call this way, 36 with a scalar loop, of 300). */
-static void pack_kt(const float *k, int64_t E, int bk, int np, float *kt)
+/* K^T of keys [kb0, kb0 + bk) (rows ldk apart): kt[e][j], j padded to np
+ * with zeros, in 8x8 register blocks (BERT-base's 12 heads at 128 tokens:
+ * the packing phase took 31 us a call this way, 36 with a scalar loop, of
+ * 300). */
+static void pack_kt(const float *k, int64_t ldk, int64_t E, int bk, int np, float *kt)
 {
 	for (int64_t e = 0; e < E; e++)
 		for (int j = bk; j < np; j++)
 			kt[e * np + j] = 0.0f;
-	kconv_transpose(k, E, kt, np, bk, E);
+	kconv_transpose(k, ldk, kt, np, bk, E);
 }
 
-static void pack_v(const float *v, int64_t Ev, int bk, int64_t evp, float *vp)
+static void pack_v(const float *v, int64_t ldv, int64_t Ev, int bk, int64_t evp, float *vp)
 {
 	for (int j = 0; j < bk; j++) {
-		memcpy(vp + j * evp, v + j * Ev, (size_t)Ev * sizeof(float));
+		memcpy(vp + j * evp, v + j * ldv, (size_t)Ev * sizeof(float));
 		for (int64_t c = Ev; c < evp; c++)
 			vp[j * evp + c] = 0.0f;
 	}
@@ -173,14 +184,14 @@ static void pack_task(void *ctx, int64_t t, int thread)
 	(void)thread;
 	const att_job *j = ctx;
 	const ksdpa_geom *g = &j->g;
-	int64_t b = t / j->nkb, kb0 = (t % j->nkb) * KATT_BK, koff, voff, moff;
-	ksdpa_offsets(g, b, &koff, &voff, &moff);
+	int64_t b = t / j->nkb, kb0 = (t % j->nkb) * KATT_BK;
+	ksdpa_at at = ksdpa_offsets(g, b);
 	int bk = (int)(g->S - kb0 < KATT_BK ? g->S - kb0 : KATT_BK);
 	int np = (int)pad_to(bk, KATT_PAD);
 	float *kt = (float *)(j->packed + (size_t)t * j->lay.block);
-	pack_kt(j->k + koff + kb0 * g->E, g->E, bk, np, kt);
-	if (j->evp != g->Ev)
-		pack_v(j->v + voff + kb0 * g->Ev, g->Ev, bk, j->evp, kt + g->E * np);
+	pack_kt(j->k + at.k + kb0 * g->k_rs, g->k_rs, g->E, bk, np, kt);
+	if (packs_v(g, j->evp))
+		pack_v(j->v + at.v + kb0 * g->v_rs, g->v_rs, g->Ev, bk, j->evp, kt + g->E * np);
 }
 
 static void att_task(void *ctx, int64_t t, int thread)
@@ -190,9 +201,8 @@ static void att_task(void *ctx, int64_t t, int thread)
 	const att_layout *a = &j->lay;
 	int64_t b = t / j->nqb, l0 = (t % j->nqb) * j->bq;
 	int nq = (int)(j->bq < g->L - l0 ? j->bq : g->L - l0);
-	int64_t koff, voff, moff, E = g->E, Ev = g->Ev, evp = j->evp;
-	ksdpa_offsets(g, b, &koff, &voff, &moff);
-	(void)koff;
+	int64_t E = g->E, Ev = g->Ev, evp = j->evp;
+	ksdpa_at at = ksdpa_offsets(g, b);
 	char *slot = j->ws + (size_t)thread * a->slot;
 	float *s = (float *)(slot + a->s);
 	float *o = (float *)(slot + a->o), *m = (float *)(slot + a->m), *l = (float *)(slot + a->l);
@@ -204,7 +214,7 @@ static void att_task(void *ctx, int64_t t, int thread)
 		m[i] = -INFINITY;
 		l[i] = 0.0f;
 	}
-	const float *q = j->q + (b * g->L + l0) * E;
+	const float *q = j->q + at.q + l0 * g->q_rs;
 	int64_t kend = g->S;
 	if (g->causal && l0 + nq < kend)
 		kend = l0 + nq; /* the task's last query sees keys up to l0 + nq - 1 */
@@ -215,9 +225,9 @@ static void att_task(void *ctx, int64_t t, int thread)
 		int bk = (int)(kend - kb0 < bk_packed ? kend - kb0 : bk_packed);
 		int np = (int)pad_to(bk_packed, KATT_PAD);
 		const float *kt = (const float *)(j->packed + (size_t)(b * j->nkb + kb0 / KATT_BK) * a->block);
-		/* V rows already KATT_PAD wide are read in place */
-		const float *vp = evp == Ev ? j->v + voff + kb0 * Ev : kt + E * np;
-		j->ops->qk(q, E, nq, E, kt, np, s);
+		/* V rows already KATT_PAD wide and evp apart are read in place */
+		const float *vp = packs_v(g, evp) ? kt + E * np : j->v + at.v + kb0 * evp;
+		j->ops->qk(q, g->q_rs, nq, E, kt, np, s);
 		for (int i = 0; i < nq; i++) {
 			int64_t n = bk;
 			if (g->causal) {
@@ -227,7 +237,7 @@ static void att_task(void *ctx, int64_t t, int thread)
 			const float *madd = NULL;
 			const uint8_t *mbool = NULL;
 			if (j->mask) {
-				int64_t off = moff + (l0 + i) * ml + kb0 * ms;
+				int64_t off = at.m + (l0 + i) * ml + kb0 * ms;
 				if (g->mask_bool) {
 					const uint8_t *src = (const uint8_t *)j->mask + off;
 					if (ms != 1) {
@@ -252,9 +262,9 @@ static void att_task(void *ctx, int64_t t, int thread)
 		}
 		j->ops->pv(s, np, nq, bk, vp, (int)evp, o, alpha);
 	}
-	float *out = j->out + (b * g->L + l0) * Ev;
+	float *out = j->out + at.o + l0 * g->o_rs;
 	for (int i = 0; i < nq; i++) {
-		float *d = out + (int64_t)i * Ev;
+		float *d = out + (int64_t)i * g->o_rs;
 		const float *src = o + (int64_t)i * evp;
 		if (l[i] == 0.0f) {
 			for (int64_t c = 0; c < Ev; c++)
@@ -283,7 +293,7 @@ static size_t flash_ws(const k_call *call, int nthreads)
 	if (ksdpa_geom_make(call, &g) != AIR_OK)
 		return 0;
 	att_layout a;
-	att_layout_make(g.batch, g.S, g.E, g.Ev, pad_to(g.Ev, KATT_PAD), &a);
+	att_layout_make(&g, pad_to(g.Ev, KATT_PAD), &a);
 	return a.packed + (size_t)(nthreads < 1 ? 1 : nthreads) * a.slot;
 }
 
@@ -302,7 +312,7 @@ static air_status flash_run(const k_call *call)
 	j.evp = pad_to(j.g.Ev, KATT_PAD);
 	j.scale = (float)j.g.scale;
 	j.empty = call->attrs[3].i ? NAN : 0.0f;
-	att_layout_make(j.g.batch, j.g.S, j.g.E, j.g.Ev, j.evp, &j.lay);
+	att_layout_make(&j.g, j.evp, &j.lay);
 	j.packed = call->workspace;
 	j.ws = j.packed + j.lay.packed;
 	j.nkb = (j.g.S + KATT_BK - 1) / KATT_BK;

@@ -3,6 +3,8 @@
  * inference accepts symbolic sizes; where two symbolic sizes must agree
  * (a contraction dim, a batch dim) and are not provably equal, the kernel
  * checks them with the concrete sizes. */
+#include <stdio.h>
+
 #include "core/error.h"
 #include "kernels/epilogue.h"
 #include "kernels/ref/linalg.h"
@@ -141,6 +143,32 @@ static air_status infer_linear(op_infer_ctx *c)
 	return AIR_OK;
 }
 
+/* sdpa operand i as the kernel reads it: the input, or the rank-4 view of
+ * it that the operand's view attribute describes; a view needs an input
+ * of static size that holds it. */
+static air_status sdpa_operand(op_infer_ctx *c, int i, ir_value *out)
+{
+	const ir_attr *view = op_attr(c, KSDPA_ATTR_Q_VIEW + i);
+	*out = *c->in[i];
+	if (view->n == 0)
+		return AIR_OK;
+	air_dim numel;
+	AIR_TRY(ir_value_numel(c->g, c->in[i], &numel));
+	if (!ir_dim_is_const(numel))
+		return op_fail(c, AIR_SHAPE_MISMATCH, "input %d is read through a view but its size is not static", i);
+	ksdpa_view v;
+	air_status st = ksdpa_view_read(view->ints, view->n, numel, &v);
+	if (st != AIR_OK) {
+		char why[200];
+		snprintf(why, sizeof why, "%s", air_last_error());
+		return op_fail(c, st, "input %d's view: %s", i, why);
+	}
+	out->rank = 4;
+	for (int d = 0; d < 4; d++)
+		out->dims[d] = v.dims[d];
+	return AIR_OK;
+}
+
 /* sdpa(q [..., L, E], k [..., S, E], v [..., S, Ev], mask?) -> [..., L, Ev].
  * k and v have q's rank; each of their leading dims equals q's or is 1,
  * except dim -3 (heads), which may divide q's (grouped-query attention:
@@ -153,7 +181,10 @@ static air_status infer_sdpa(op_infer_ctx *c)
 	if (c->n_in != 3 + has_mask)
 		return op_fail(c, AIR_INVALID_ARGUMENT, "has_mask is %d but there are %d inputs", has_mask, c->n_in);
 	AIR_TRY(float_operands(c, 0, 2));
-	const ir_value *q = c->in[0], *k = c->in[1], *v = c->in[2];
+	ir_value viewed[3];
+	for (int i = 0; i < 3; i++)
+		AIR_TRY(sdpa_operand(c, i, &viewed[i]));
+	const ir_value *q = &viewed[0], *k = &viewed[1], *v = &viewed[2];
 	int r = q->rank;
 	if (r < 2)
 		return op_fail(c, AIR_SHAPE_MISMATCH, "q must have rank 2 or more, got %d", r);
@@ -194,6 +225,15 @@ static air_status infer_sdpa(op_infer_ctx *c)
 	}
 	c->out[0] = *q;
 	c->out[0].dims[r - 1] = v->dims[r - 1];
+	int64_t bshd = op_attr(c, KSDPA_ATTR_OUT_BSHD)->i;
+	if (bshd != 0 && bshd != 1)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "out_bshd is %lld; it must be 0 or 1", (long long)bshd);
+	if (bshd) {
+		if (r != 4)
+			return op_fail(c, AIR_SHAPE_MISMATCH, "out_bshd needs rank 4, not %d", r);
+		c->out[0].dims[1] = q->dims[2];
+		c->out[0].dims[2] = q->dims[1];
+	}
 	return AIR_OK;
 }
 
@@ -216,6 +256,13 @@ static const op_attr_spec sdpa_attrs[] = {
 	/* a row with every key excluded: 0 (torch's CPU flash kernel) or, when
 	 * 1, NaN (softmax over all -inf, as decomposed attention gives) */
 	{"empty_nan", OPA_INT, false, 0, 0},
+	/* q, k, v as strided rank-4 views of their inputs (kernels/ref/linalg.h,
+	 * ksdpa_view): none, or [offset, B, H, L, E, stride B, stride H, stride L] */
+	{"q_view", OPA_INTS, false, 0, 0},
+	{"k_view", OPA_INTS, false, 0, 0},
+	{"v_view", OPA_INTS, false, 0, 0},
+	/* 1: the output is [B, L, H, Ev], the heads side by side in each row */
+	{"out_bshd", OPA_INT, false, 0, 0},
 };
 
 #define KREF(name) {#name "_ref", 0, NULL, NULL, NULL, NULL, kref_##name}
@@ -225,4 +272,4 @@ const op_def op_def_mm = {"mm", 2, 2, 1, mm_attrs, 1, infer_mm, KREF(mm), 0};
 const op_def op_def_bmm = {"bmm", 2, 2, 1, NULL, 0, infer_bmm, KREF(bmm), 0};
 const op_def op_def_addmm = {"addmm", 3, 3, 1, addmm_attrs, 2, infer_addmm, KREF(addmm), 0};
 const op_def op_def_linear = {"linear", 2, 4, 1, linear_attrs, 3, infer_linear, KREF(linear), 0};
-const op_def op_def_sdpa = {"sdpa", 3, 4, 1, sdpa_attrs, 4, infer_sdpa, KREF_WS(sdpa), 0};
+const op_def op_def_sdpa = {"sdpa", 3, 4, 1, sdpa_attrs, KSDPA_NATTRS, infer_sdpa, KREF_WS(sdpa), 0};

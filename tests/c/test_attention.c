@@ -3,7 +3,9 @@
  * 128, L != S, sequence lengths 1, 3, 129, float masks broadcast every way
  * ([L,S], [B,1,1,S], [B,H,L,S], [L,1]), bool masks, causal (L < S, L > S,
  * with a mask), grouped-query k/v, explicit scales, rows with every key
- * excluded (0 or NaN by empty_nan), NaN in the inputs, on 1 and 2 threads. */
+ * excluded (0 or NaN by empty_nan), NaN in the inputs, on 1 and 2 threads;
+ * and q, k, v read through strided views (q_view, k_view, v_view) and the
+ * output written [B, L, H, Ev] (out_bshd), against the dense call. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -145,7 +147,7 @@ static void run_case(const att_case *tc, rt_pool *pool1, rt_pool *pool2)
 	in[2] = tensor(v, AIR_F32, r, vd);
 	if (mask)
 		in[3] = tensor(mask, tc->mask == 2 ? AIR_BOOL : AIR_F32, tc->mrank, tc->mdims);
-	k_attr attrs[4];
+	k_attr attrs[KSDPA_NATTRS];
 	memset(attrs, 0, sizeof attrs);
 	attrs[0].f = tc->scale;
 	attrs[1].i = tc->causal;
@@ -353,6 +355,169 @@ static void test_special(rt_pool *p1, rt_pool *p2)
 	run_case(&c, p1, p2);
 }
 
+/* ---- views ----------------------------------------------------------------- */
+
+/* A rank-4 operand [B, H, T, D] stored the way a projection leaves it: the
+ * rows of every head side by side, W floats a row (W >= H * D, the rest
+ * other data), starting at element `at`; so element [b, h, t, d] is at
+ * at + (b * T + t) * W + h * D + d. Returns the buffer (numel in *n); dense
+ * is the same operand, contiguous. */
+static float *strided_copy(const float *dense, int64_t B, int64_t H, int64_t T, int64_t D, int64_t W, int64_t at,
+			   int64_t *n, int64_t view[KSDPA_VIEW_INTS])
+{
+	*n = at + B * T * W + 5; /* a few floats past the last row */
+	float *buf = malloc(sizeof(float) * (size_t)*n);
+	for (int64_t i = 0; i < *n; i++)
+		buf[i] = 777.0f; /* what the view must not read */
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t h = 0; h < H; h++)
+			for (int64_t t = 0; t < T; t++)
+				memcpy(buf + at + (b * T + t) * W + h * D, dense + ((b * H + h) * T + t) * D,
+				       sizeof(float) * (size_t)D);
+	int64_t v[KSDPA_VIEW_INTS] = {at, B, H, T, D, T * W, D, W};
+	memcpy(view, v, sizeof v);
+	return buf;
+}
+
+static int view_cases;
+
+/* One sdpa through views against the same sdpa dense: the reference
+ * kernel must give the same bits, the fast one the same values within
+ * 2e-5 (as run_case). pad: extra floats per row past the heads. */
+static void run_view_case(int64_t B, int64_t H, int64_t Hkv, int64_t L, int64_t S, int64_t E, int64_t Ev,
+			  int which, int bshd, int64_t pad, int causal, rt_pool *pool)
+{
+	int64_t qd[4] = {B, H, L, E}, kd[4] = {B, Hkv, S, E}, vd[4] = {B, Hkv, S, Ev}, od[4] = {B, H, L, Ev};
+	int64_t nq = B * H * L * E, nk = B * Hkv * S * E, nv = B * Hkv * S * Ev, no = B * H * L * Ev;
+	float *dense[3] = {malloc(sizeof(float) * (size_t)nq), malloc(sizeof(float) * (size_t)nk),
+			   malloc(sizeof(float) * (size_t)nv)};
+	int64_t counts[3] = {nq, nk, nv};
+	for (int i = 0; i < 3; i++)
+		for (int64_t x = 0; x < counts[i]; x++)
+			dense[i][x] = urand();
+	float *want = malloc(sizeof(float) * (size_t)no), *got = malloc(sizeof(float) * (size_t)no);
+	float *bshd_out = malloc(sizeof(float) * (size_t)no);
+	k_attr attrs[KSDPA_NATTRS];
+	memset(attrs, 0, sizeof attrs);
+	attrs[KSDPA_ATTR_CAUSAL].i = causal;
+	k_tensor in[3] = {tensor(dense[0], AIR_F32, 4, qd), tensor(dense[1], AIR_F32, 4, kd),
+			  tensor(dense[2], AIR_F32, 4, vd)};
+	k_tensor out = tensor(want, AIR_F32, 4, od);
+	bool in_const[3] = {false, false, false};
+	k_call call;
+	memset(&call, 0, sizeof call);
+	call.attrs = attrs;
+	call.in = in;
+	call.n_in = 3;
+	call.out = &out;
+	call.n_out = 1;
+	call.in_const = in_const;
+	CHECK_OK(run_kernel(&op_get(OP_sdpa)->ref, &call, pool));
+	/* the operands in `which` (bits 0 q, 1 k, 2 v) through views */
+	float *bufs[3] = {NULL, NULL, NULL};
+	int64_t views[3][KSDPA_VIEW_INTS];
+	const int64_t heads[3] = {H, Hkv, Hkv}, rows[3] = {L, S, S}, widths[3] = {E, E, Ev};
+	for (int i = 0; i < 3; i++) {
+		if (!(which & (1 << i)))
+			continue;
+		int64_t n, W = heads[i] * widths[i] + pad, at = 3 * i + 1;
+		bufs[i] = strided_copy(dense[i], B, heads[i], rows[i], widths[i], W, at, &n, views[i]);
+		int64_t flat[1] = {n};
+		in[i] = tensor(bufs[i], AIR_F32, 1, flat);
+		attrs[KSDPA_ATTR_Q_VIEW + i].ints = views[i];
+		attrs[KSDPA_ATTR_Q_VIEW + i].n = KSDPA_VIEW_INTS;
+	}
+	int64_t bd[4] = {B, L, H, Ev};
+	attrs[KSDPA_ATTR_OUT_BSHD].i = bshd;
+	for (int fast = 0; fast < 2; fast++) {
+		float *dst = bshd ? bshd_out : got;
+		for (int64_t x = 0; x < no; x++)
+			dst[x] = 12345.0f;
+		out = tensor(dst, AIR_F32, 4, bshd ? bd : od);
+		CHECK_OK(run_kernel(fast ? &kfast_sdpa_flash : &op_get(OP_sdpa)->ref, &call, pool));
+		if (bshd) /* back to [B, H, L, Ev] */
+			for (int64_t b = 0; b < B; b++)
+				for (int64_t h = 0; h < H; h++)
+					for (int64_t l = 0; l < L; l++)
+						memcpy(got + ((b * H + h) * L + l) * Ev, bshd_out + ((b * L + l) * H + h) * Ev,
+						       sizeof(float) * (size_t)Ev);
+		double worst = 0;
+		for (int64_t x = 0; x < no; x++) {
+			double err = fabs((double)got[x] - (double)want[x]);
+			worst = err > worst ? err : worst;
+		}
+		if (fast ? worst > 2e-5 : worst != 0)
+			fprintf(stderr, "  view case B %lld H %lld/%lld L %lld S %lld E %lld Ev %lld views %d bshd %d: "
+					"%s worst %g\n",
+				(long long)B, (long long)H, (long long)Hkv, (long long)L, (long long)S, (long long)E,
+				(long long)Ev, which, bshd, fast ? "fast" : "ref", worst);
+		CHECK(fast ? worst <= 2e-5 : worst == 0);
+	}
+	view_cases++;
+	for (int i = 0; i < 3; i++) {
+		free(dense[i]);
+		free(bufs[i]);
+	}
+	free(want);
+	free(got);
+	free(bshd_out);
+}
+
+/* A view that reaches past its input, or has the wrong length, fails the
+ * call (both kernels) instead of reading outside the buffer. */
+static void test_bad_views(rt_pool *pool)
+{
+	int64_t d[4] = {1, 2, 8, 16}, flat[1] = {2 * 8 * 16};
+	float *x = calloc(256, sizeof(float)), *y = calloc(256, sizeof(float));
+	k_tensor in[3] = {tensor(x, AIR_F32, 1, flat), tensor(x, AIR_F32, 4, d), tensor(x, AIR_F32, 4, d)};
+	k_tensor out = tensor(y, AIR_F32, 4, d);
+	int64_t past[KSDPA_VIEW_INTS] = {1, 1, 2, 8, 16, 256, 16, 32}; /* offset 1: the last row ends at 256 */
+	int64_t ok[KSDPA_VIEW_INTS] = {0, 1, 2, 8, 16, 256, 16, 32};
+	k_attr attrs[KSDPA_NATTRS];
+	bool in_const[3] = {false, false, false};
+	k_call call;
+	memset(&call, 0, sizeof call);
+	call.attrs = attrs;
+	call.in = in;
+	call.n_in = 3;
+	call.out = &out;
+	call.n_out = 1;
+	call.in_const = in_const;
+	for (int variant = 0; variant < 3; variant++) {
+		memset(attrs, 0, sizeof attrs);
+		attrs[KSDPA_ATTR_Q_VIEW].ints = variant == 0 ? past : ok;
+		attrs[KSDPA_ATTR_Q_VIEW].n = variant == 1 ? KSDPA_VIEW_INTS - 1 : KSDPA_VIEW_INTS;
+		if (variant == 2) /* out_bshd, but the output is [B, H, L, Ev] (H != L) */
+			attrs[KSDPA_ATTR_OUT_BSHD].i = 1;
+		for (int fast = 0; fast < 2; fast++) {
+			const k_kernel *k = fast ? &kfast_sdpa_flash : &op_get(OP_sdpa)->ref;
+			CHECK(run_kernel(k, &call, pool) != AIR_OK);
+		}
+	}
+	/* and the good one runs */
+	memset(attrs, 0, sizeof attrs);
+	attrs[KSDPA_ATTR_Q_VIEW].ints = ok;
+	attrs[KSDPA_ATTR_Q_VIEW].n = KSDPA_VIEW_INTS;
+	CHECK_OK(run_kernel(&kfast_sdpa_flash, &call, pool));
+	free(x);
+	free(y);
+}
+
+static void test_views(rt_pool *p1, rt_pool *p2)
+{
+	/* BERT's heads (one projection per operand, rows of H * E), GPT-2's
+	 * and ViT's (q, k and v in one row of 3 H E: pad), GQA, Ev != E and
+	 * E not a multiple of 16, causal, L != S, every subset of operands */
+	for (int which = 0; which < 8; which++)
+		for (int bshd = 0; bshd < 2; bshd++) {
+			run_view_case(1, 12, 12, 128, 128, 64, 64, which, bshd, 0, 0, which & 1 ? p2 : p1);
+			run_view_case(2, 3, 3, 197, 197, 64, 64, which, bshd, 2 * 3 * 64, 0, p2);
+			run_view_case(2, 4, 2, 33, 70, 20, 36, which, bshd, 7, 1, p2);
+			run_view_case(1, 2, 1, 5, 130, 80, 16, which, bshd, 16, 0, p1);
+		}
+	test_bad_views(p1);
+}
+
 int main(void)
 {
 	rt_pool *p1 = NULL, *p2 = NULL;
@@ -361,7 +526,8 @@ int main(void)
 	printf("attention ops: %s (cpu %s)\n", katt_ops_best()->name, kcpu_isa_name());
 	test_shapes(p1, p2);
 	test_special(p1, p2);
-	printf("%d cases\n", checked_cases);
+	test_views(p1, p2);
+	printf("%d cases, %d through views\n", checked_cases, view_cases);
 	rt_pool_destroy(p1);
 	rt_pool_destroy(p2);
 	return check_report("test_attention");

@@ -315,12 +315,12 @@ static double load(const void *p, air_dtype dt, int64_t i)
 static void sdpa_row(const sdpa_ctx *c, int64_t row, int thread)
 {
 	const ksdpa_geom *g = &c->g;
-	int64_t b = row / g->L, l = row % g->L, koff, voff, moff;
-	ksdpa_offsets(g, b, &koff, &voff, &moff);
-	moff += l * g->m_st[g->nlead];
+	int64_t b = row / g->L, l = row % g->L;
+	ksdpa_at at = ksdpa_offsets(g, b);
+	int64_t koff = at.k, voff = at.v, moff = at.m + l * g->m_st[g->nlead];
 	int64_t ms = g->m_st[g->nlead + 1];
 	double *sc = c->ws + (size_t)thread * (size_t)(g->S + g->Ev), *acc = sc + g->S;
-	int64_t qoff = row * g->E;
+	int64_t qoff = at.q + l * g->q_rs;
 	double max = -INFINITY;
 	int any = 0;
 	for (int64_t s = 0; s < g->S; s++) {
@@ -331,7 +331,7 @@ static void sdpa_row(const sdpa_ctx *c, int64_t row, int thread)
 			continue;
 		double dot = 0;
 		for (int64_t e = 0; e < g->E; e++)
-			dot += load(c->q, c->dtype, qoff + e) * load(c->k, c->dtype, koff + s * g->E + e);
+			dot += load(c->q, c->dtype, qoff + e) * load(c->k, c->dtype, koff + s * g->k_rs + e);
 		double x = dot * g->scale;
 		if (c->mask && !g->mask_bool)
 			x += load(c->mask, c->dtype, moff + s * ms);
@@ -351,7 +351,7 @@ static void sdpa_row(const sdpa_ctx *c, int64_t row, int thread)
 			double p = exp(sc[s] - max);
 			sum += p;
 			for (int64_t e = 0; e < g->Ev; e++)
-				acc[e] += p * load(c->v, c->dtype, voff + s * g->Ev + e);
+				acc[e] += p * load(c->v, c->dtype, voff + s * g->v_rs + e);
 		}
 		for (int64_t e = 0; e < g->Ev; e++)
 			acc[e] /= sum;
@@ -359,7 +359,7 @@ static void sdpa_row(const sdpa_ctx *c, int64_t row, int thread)
 		for (int64_t e = 0; e < g->Ev; e++)
 			acc[e] = NAN;
 	}
-	int64_t ooff = row * g->Ev;
+	int64_t ooff = at.o + l * g->o_rs;
 	for (int64_t e = 0; e < g->Ev; e++) {
 		if (c->dtype == AIR_F32)
 			((float *)c->out)[ooff + e] = (float)acc[e];
@@ -375,53 +375,153 @@ static void sdpa_task(void *p, int64_t t, int thread)
 
 size_t kref_sdpa_workspace(const k_call *call, int nthreads)
 {
-	int r = call->in[0].rank;
-	int64_t S = call->in[1].dims[r - 2], Ev = call->in[2].dims[r - 1];
-	return (size_t)(nthreads < 1 ? 1 : nthreads) * (size_t)(S + Ev) * sizeof(double);
+	ksdpa_geom g;
+	if (ksdpa_geom_make(call, &g) != AIR_OK)
+		return 0; /* the run fails the same way */
+	return (size_t)(nthreads < 1 ? 1 : nthreads) * (size_t)(g.S + g.Ev) * sizeof(double);
+}
+
+air_status ksdpa_view_read(const int64_t *ints, int n, int64_t numel, ksdpa_view *v)
+{
+	if (n != KSDPA_VIEW_INTS)
+		return air_error(AIR_INVALID_ARGUMENT, "sdpa: a view has %d entries, not %d", n, (int)KSDPA_VIEW_INTS);
+	for (int i = 0; i < n; i++)
+		if (ints[i] < 0)
+			return air_error(AIR_INVALID_ARGUMENT, "sdpa: view entry %d is negative (%lld)", i,
+					 (long long)ints[i]);
+	v->offset = ints[0];
+	int64_t last = ints[0], count = 1;
+	for (int d = 0; d < 4; d++) {
+		v->dims[d] = ints[1 + d];
+		count *= v->dims[d];
+		last += (v->dims[d] - 1) * (d < 3 ? ints[5 + d] : 1);
+	}
+	for (int d = 0; d < 3; d++)
+		v->st[d] = ints[5 + d];
+	if (count > 0 && numel >= 0 && last >= numel)
+		return air_error(AIR_SHAPE_MISMATCH, "sdpa: a view reaches element %lld of an input of %lld",
+				 (long long)last, (long long)numel);
+	return AIR_OK;
+}
+
+/* Operand i's logical dims and the element strides of its dims (the last
+ * 1) from offset: its view if the attribute has entries (rank 4), else
+ * the tensor itself, dense. */
+static air_status operand(const k_call *call, int i, const char *name, int *rank, int64_t *dims, int64_t *st,
+			  int64_t *offset)
+{
+	const k_tensor *t = &call->in[i];
+	const k_attr *view = &call->attrs[KSDPA_ATTR_Q_VIEW + i];
+	if (view->n == 0) {
+		*rank = t->rank;
+		int64_t s = 1;
+		for (int d = t->rank - 1; d >= 0; d--) {
+			dims[d] = t->dims[d];
+			st[d] = s;
+			s *= t->dims[d];
+		}
+		*offset = 0;
+		return AIR_OK;
+	}
+	ksdpa_view v;
+	air_status status = ksdpa_view_read(view->ints, view->n, t->numel, &v);
+	if (status != AIR_OK)
+		return air_error_context(status, "sdpa: the view of %s", name);
+	*rank = 4;
+	for (int d = 0; d < 4; d++) {
+		dims[d] = v.dims[d];
+		st[d] = d < 3 ? v.st[d] : 1;
+	}
+	*offset = v.offset;
+	return AIR_OK;
 }
 
 /* Strides and GQA divisors of a k/v operand's leading dims against q's. */
-static air_status kv_map(const k_tensor *q, const k_tensor *t, const char *name, int64_t *st, int64_t *div)
+static air_status kv_map(int r, const int64_t *qd, const int64_t *td, const int64_t *tst, const char *name,
+			 int64_t *st, int64_t *div)
 {
-	int r = q->rank;
-	int64_t s = t->dims[r - 2] * t->dims[r - 1];
 	for (int d = r - 3; d >= 0; d--) {
-		int64_t qd = q->dims[d], td = t->dims[d];
-		st[d] = td == 1 ? 0 : s;
+		st[d] = td[d] == 1 ? 0 : tst[d];
 		div[d] = 1;
-		if (td != qd && td != 1) {
-			if (d != r - 3 || td == 0 || qd % td != 0)
+		if (td[d] != qd[d] && td[d] != 1) {
+			if (d != r - 3 || td[d] == 0 || qd[d] % td[d] != 0)
 				return air_error(AIR_SHAPE_MISMATCH, "sdpa: %s has size %lld at dim %d where q has %lld",
-						 name, (long long)td, d, (long long)qd);
-			div[d] = qd / td;
+						 name, (long long)td[d], d, (long long)qd[d]);
+			div[d] = qd[d] / td[d];
 		}
-		s *= td;
+	}
+	return AIR_OK;
+}
+
+/* The output's strides: dense [lead..., L, Ev], or with out_bshd the
+ * logical [B, H, L, Ev] in a [B, L, H, Ev] buffer. */
+static air_status output_strides(const k_call *call, int r, const int64_t *qd, ksdpa_geom *g)
+{
+	const k_tensor *o = &call->out[0];
+	int bshd = call->attrs[KSDPA_ATTR_OUT_BSHD].i != 0;
+	if (bshd && r != 4)
+		return air_error(AIR_SHAPE_MISMATCH, "sdpa: out_bshd needs rank 4, not %d", r);
+	int64_t want[AIR_MAX_RANK], st[AIR_MAX_RANK];
+	for (int d = 0; d < r; d++)
+		want[d] = d < r - 1 ? qd[d] : g->Ev;
+	if (bshd) {
+		want[1] = g->L;
+		want[2] = qd[1];
+	}
+	bool fits = o->rank == r;
+	for (int d = 0; d < r && fits; d++)
+		fits = o->dims[d] == want[d];
+	if (!fits)
+		return air_error(AIR_SHAPE_MISMATCH, "sdpa: the output's shape is not the one q and v give%s",
+				 bshd ? " (out_bshd)" : "");
+	int64_t s = 1;
+	for (int d = r - 1; d >= 0; d--) {
+		st[d] = s;
+		s *= o->dims[d];
+	}
+	for (int d = 0; d < g->nlead; d++)
+		g->o_st[d] = st[d];
+	g->o_rs = st[r - 2];
+	if (bshd) {
+		g->o_st[1] = st[2];
+		g->o_rs = st[1];
 	}
 	return AIR_OK;
 }
 
 air_status ksdpa_geom_make(const k_call *call, ksdpa_geom *g)
 {
-	const k_tensor *q = &call->in[0], *k = &call->in[1], *v = &call->in[2];
-	int r = q->rank;
 	memset(g, 0, sizeof *g);
+	int r, rk, rv;
+	int64_t qd[AIR_MAX_RANK], kd[AIR_MAX_RANK], vd[AIR_MAX_RANK];
+	int64_t qst[AIR_MAX_RANK], kst[AIR_MAX_RANK], vst[AIR_MAX_RANK];
+	AIR_TRY(operand(call, 0, "q", &r, qd, qst, &g->q0));
+	AIR_TRY(operand(call, 1, "k", &rk, kd, kst, &g->k0));
+	AIR_TRY(operand(call, 2, "v", &rv, vd, vst, &g->v0));
+	if (r < 2 || rk != r || rv != r)
+		return air_error(AIR_SHAPE_MISMATCH, "sdpa: q, k and v have ranks %d, %d, %d", r, rk, rv);
 	g->nlead = r - 2;
-	g->L = q->dims[r - 2];
-	g->E = q->dims[r - 1];
-	g->S = k->dims[r - 2];
-	g->Ev = v->dims[r - 1];
-	if (k->dims[r - 1] != g->E || v->dims[r - 2] != g->S)
+	g->L = qd[r - 2];
+	g->E = qd[r - 1];
+	g->S = kd[r - 2];
+	g->Ev = vd[r - 1];
+	if (kd[r - 1] != g->E || vd[r - 2] != g->S)
 		return air_error(AIR_SHAPE_MISMATCH, "sdpa: q [.., %lld, %lld], k [.., %lld, %lld], v [.., %lld, %lld] "
 						     "do not fit",
-				 (long long)g->L, (long long)g->E, (long long)g->S, (long long)k->dims[r - 1],
-				 (long long)v->dims[r - 2], (long long)g->Ev);
+				 (long long)g->L, (long long)g->E, (long long)g->S, (long long)kd[r - 1],
+				 (long long)vd[r - 2], (long long)g->Ev);
 	g->batch = 1;
 	for (int d = 0; d < g->nlead; d++) {
-		g->lead[d] = q->dims[d];
-		g->batch *= q->dims[d];
+		g->lead[d] = qd[d];
+		g->batch *= qd[d];
+		g->q_st[d] = qst[d];
 	}
-	AIR_TRY(kv_map(q, k, "k", g->k_st, g->k_div));
-	AIR_TRY(kv_map(q, v, "v", g->v_st, g->v_div));
+	g->q_rs = qst[r - 2];
+	g->k_rs = kst[r - 2];
+	g->v_rs = vst[r - 2];
+	AIR_TRY(kv_map(r, qd, kd, kst, "k", g->k_st, g->k_div));
+	AIR_TRY(kv_map(r, qd, vd, vst, "v", g->v_st, g->v_div));
+	AIR_TRY(output_strides(call, r, qd, g));
 	g->has_mask = kref_present(call->attrs[2].i, call->n_in, 3);
 	if (g->has_mask) {
 		const k_tensor *m = &call->in[3];
@@ -430,7 +530,7 @@ air_status ksdpa_geom_make(const k_call *call, ksdpa_geom *g)
 		for (int d = r - 1; d >= 0; d--) {
 			int md = d - (r - m->rank);
 			int64_t n = md >= 0 ? m->dims[md] : 1;
-			int64_t want = d == r - 1 ? g->S : q->dims[d];
+			int64_t want = d == r - 1 ? g->S : qd[d];
 			if (n != 1 && n != want)
 				return air_error(AIR_SHAPE_MISMATCH, "sdpa: the mask has size %lld where [..., L, S] has "
 								     "%lld (dim %d)",
