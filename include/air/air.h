@@ -196,6 +196,7 @@ enum {
 	AIR_PASS_FUSE_ELEMENTWISE = 1u << 4, /* elementwise chains -> fused_elementwise */
 	AIR_PASS_LAYOUT = 1u << 5,           /* CNN regions in the kernels' layout */
 	AIR_PASS_FUSE_ACTIVATION = 1u << 6,  /* GELU written out in elementwise ops -> one op */
+	AIR_PASS_ATTENTION_VIEWS = 1u << 7,  /* sdpa reads/writes heads in place: no permute/slice copies */
 };
 
 /* Name of one AIR_PASS_* bit ("fold_batchnorm"), or NULL. */

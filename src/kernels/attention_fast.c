@@ -70,7 +70,7 @@ static void softmax_portable(float *s, int np, int n, float scale, const float *
 	*m = mn;
 }
 
-static void pv_portable(const float *p, int np, int rows, int bk, const float *vp, int evp, float *o,
+static void pv_portable(const float *p, int np, int rows, int bk, const float *vp, int64_t ldv, int evp, float *o,
 			const float *alpha)
 {
 	for (int i = 0; i < rows; i++) {
@@ -80,7 +80,7 @@ static void pv_portable(const float *p, int np, int rows, int bk, const float *v
 			oi[c] *= alpha[i];
 		for (int j = 0; j < bk; j++) {
 			float a = pi[j];
-			const float *v = vp + (size_t)j * evp;
+			const float *v = vp + (size_t)j * ldv;
 			for (int c = 0; c < evp; c++)
 				oi[c] += a * v[c];
 		}
@@ -110,7 +110,7 @@ static int64_t pad_to(int64_t n, int64_t m)
 
 /* The workspace: first K^T and V of every key block of every leading index,
  * packed once (kt [E][np], then vp [BK][evp] per block; V only when its
- * rows are not KATT_PAD-wide and evp apart already: packs_v) and shared
+ * rows are not KATT_PAD-wide already: packs_v) and shared
  * by all query blocks; then per-thread scratch: scores [BQ][BK],
  * accumulator [BQ][evp], m, l, alpha [BQ], a mask row [BK]. */
 typedef struct att_layout {
@@ -119,10 +119,11 @@ typedef struct att_layout {
 	size_t s, o, m, l, alpha, mrow, slot; /* byte offsets in a slot; slot = its size */
 } att_layout;
 
-/* V is packed unless its rows are KATT_PAD-wide and evp apart already */
+/* V is packed unless its rows are KATT_PAD-wide already (they are then
+ * read in place, v_rs apart) */
 static bool packs_v(const ksdpa_geom *g, int64_t evp)
 {
-	return evp != g->Ev || g->v_rs != evp;
+	return evp != g->Ev;
 }
 
 static void att_layout_make(const ksdpa_geom *g, int64_t evp, att_layout *a)
@@ -225,8 +226,9 @@ static void att_task(void *ctx, int64_t t, int thread)
 		int bk = (int)(kend - kb0 < bk_packed ? kend - kb0 : bk_packed);
 		int np = (int)pad_to(bk_packed, KATT_PAD);
 		const float *kt = (const float *)(j->packed + (size_t)(b * j->nkb + kb0 / KATT_BK) * a->block);
-		/* V rows already KATT_PAD wide and evp apart are read in place */
-		const float *vp = packs_v(g, evp) ? kt + E * np : j->v + at.v + kb0 * evp;
+		/* V rows already KATT_PAD wide are read in place */
+		const float *vp = packs_v(g, evp) ? kt + E * np : j->v + at.v + kb0 * g->v_rs;
+		const int64_t ldv = packs_v(g, evp) ? evp : g->v_rs;
 		j->ops->qk(q, g->q_rs, nq, E, kt, np, s);
 		for (int i = 0; i < nq; i++) {
 			int64_t n = bk;
@@ -260,7 +262,7 @@ static void att_task(void *ctx, int64_t t, int thread)
 			}
 			j->ops->softmax(s + (size_t)i * np, np, (int)n, j->scale, madd, mbool, &m[i], &l[i], &alpha[i]);
 		}
-		j->ops->pv(s, np, nq, bk, vp, (int)evp, o, alpha);
+		j->ops->pv(s, np, nq, bk, vp, ldv, (int)evp, o, alpha);
 	}
 	float *out = j->out + at.o + l0 * g->o_rs;
 	for (int i = 0; i < nq; i++) {

@@ -50,8 +50,9 @@ typedef struct katt_ops {
 	 * below e^KATT_EXP_FLOOR are 0 (p and alpha alike). */
 	void (*softmax)(float *s, int np, int n, float scale, const float *madd, const uint8_t *mbool, float *m,
 			float *l, float *alpha);
-	/* o[i * evp + c] = alpha[i] * o[i * evp + c] + sum_{j < bk} p[i * np + j] * vp[j * evp + c] */
-	void (*pv)(const float *p, int np, int rows, int bk, const float *vp, int evp, float *o, const float *alpha);
+	/* o[i * evp + c] = alpha[i] * o[i * evp + c] + sum_{j < bk} p[i * np + j] * vp[j * ldv + c] */
+	void (*pv)(const float *p, int np, int rows, int bk, const float *vp, int64_t ldv, int evp, float *o,
+		   const float *alpha);
 } katt_ops;
 
 extern const katt_ops katt_ops_portable;

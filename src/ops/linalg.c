@@ -200,7 +200,7 @@ static air_status infer_sdpa(op_infer_ctx *c)
 	for (int d = 0; d < r - 2; d++) {
 		air_dim qd = q->dims[d];
 		for (int t = 1; t <= 2; t++) {
-			air_dim kd = c->in[t]->dims[d];
+			air_dim kd = viewed[t].dims[d];
 			bool ok = kd == 1 || !conflict(kd, qd) || (d == r - 3 && kd > 0 && qd >= 0 && qd % kd == 0);
 			if (!ok)
 				return op_fail(c, AIR_SHAPE_MISMATCH, "%s has size %lld at dim %d where q has %lld",

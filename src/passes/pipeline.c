@@ -32,6 +32,9 @@ air_status pass_fuse_activation(air_graph *g, const pass_options *po, pass_log *
 /* passes/fuse_attention.c */
 air_status pass_fuse_attention(air_graph *g, const pass_options *po, pass_log *log);
 
+/* passes/attention_views.c */
+air_status pass_attention_views(air_graph *g, const pass_options *po, pass_log *log);
+
 /* passes/layout.c */
 air_status pass_layout(air_graph *g, const pass_options *po, pass_log *log);
 
@@ -39,6 +42,7 @@ static const pass_row PIPELINE[] = {
 	{AIR_PASS_SIMPLIFY, "simplify", false, pass_simplify},
 	{AIR_PASS_FOLD_BATCHNORM, "fold_batchnorm", false, pass_fold_batchnorm},
 	{AIR_PASS_FUSE_ATTENTION, "fuse_attention", true, pass_fuse_attention},
+	{AIR_PASS_ATTENTION_VIEWS, "attention_views", true, pass_attention_views},
 	{AIR_PASS_FUSE_ACTIVATION, "fuse_activation", true, pass_fuse_activation},
 	{AIR_PASS_FUSE_EPILOGUE, "fuse_epilogue", true, pass_fuse_epilogue},
 	{AIR_PASS_FUSE_ELEMENTWISE, "fuse_elementwise", true, run_fuse_elementwise},

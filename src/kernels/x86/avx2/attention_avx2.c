@@ -135,8 +135,8 @@ static void softmax_avx2(float *s, int np, int n, float scale, const float *madd
 
 /* ---- o = alpha o + p vp ---------------------------------------------------- */
 
-AIR_INLINE void pv_tile(const float *p, int np, int bk, const float *vp, int evp, float *o, const float *alpha,
-			const int MR)
+AIR_INLINE void pv_tile(const float *p, int np, int bk, const float *vp, int64_t ldv, int evp, float *o,
+			const float *alpha, const int MR)
 {
 	__m256 acc[KATT_MR][2];
 #pragma GCC unroll 6
@@ -146,7 +146,7 @@ AIR_INLINE void pv_tile(const float *p, int np, int bk, const float *vp, int evp
 		acc[i][1] = _mm256_mul_ps(a, _mm256_loadu_ps(o + (size_t)i * evp + 8));
 	}
 	for (int j = 0; j < bk; j++) {
-		const float *v0 = vp + (size_t)j * evp;
+		const float *v0 = vp + (size_t)j * ldv;
 		__m256 b0 = _mm256_loadu_ps(v0), b1 = _mm256_loadu_ps(v0 + 8);
 #pragma GCC unroll 6
 		for (int i = 0; i < MR; i++) {
@@ -162,22 +162,25 @@ AIR_INLINE void pv_tile(const float *p, int np, int bk, const float *vp, int evp
 	}
 }
 
-typedef void (*pv_tile_fn)(const float *p, int np, int bk, const float *vp, int evp, float *o, const float *alpha);
+typedef void (*pv_tile_fn)(const float *p, int np, int bk, const float *vp, int64_t ldv, int evp, float *o,
+			   const float *alpha);
 
 #define PV_INST(MR)                                                                                             \
-	static void pv_##MR(const float *p, int np, int bk, const float *vp, int evp, float *o, const float *alpha) \
+	static void pv_##MR(const float *p, int np, int bk, const float *vp, int64_t ldv, int evp, float *o,     \
+			    const float *alpha)                                                                 \
 	{                                                                                                       \
-		pv_tile(p, np, bk, vp, evp, o, alpha, MR);                                                      \
+		pv_tile(p, np, bk, vp, ldv, evp, o, alpha, MR);                                                 \
 	}
 PV_INST(1) PV_INST(2) PV_INST(3) PV_INST(4) PV_INST(5) PV_INST(6)
 static const pv_tile_fn pv_fns[KATT_MR] = {pv_1, pv_2, pv_3, pv_4, pv_5, pv_6};
 
-static void pv_avx2(const float *p, int np, int rows, int bk, const float *vp, int evp, float *o, const float *alpha)
+static void pv_avx2(const float *p, int np, int rows, int bk, const float *vp, int64_t ldv, int evp, float *o,
+		    const float *alpha)
 {
 	for (int c = 0; c < evp; c += 16)
 		for (int i = 0; i < rows; i += KATT_MR) {
 			int mr = rows - i < KATT_MR ? rows - i : KATT_MR;
-			pv_fns[mr - 1](p + (size_t)i * np, np, bk, vp + c, evp, o + (size_t)i * evp + c, alpha + i);
+			pv_fns[mr - 1](p + (size_t)i * np, np, bk, vp + c, ldv, evp, o + (size_t)i * evp + c, alpha + i);
 		}
 }
 

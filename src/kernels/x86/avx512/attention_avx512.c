@@ -132,8 +132,8 @@ static void softmax_avx512(float *s, int np, int n, float scale, const float *ma
 
 /* ---- o = alpha o + p vp ---------------------------------------------------- */
 
-AIR_INLINE void pv_tile(const float *p, int np, int bk, const float *vp, int evp, float *o, const float *alpha,
-			const int MR, const int NV)
+AIR_INLINE void pv_tile(const float *p, int np, int bk, const float *vp, int64_t ldv, int evp, float *o,
+			const float *alpha, const int MR, const int NV)
 {
 	__m512 acc[KATT_MR][4];
 #pragma GCC unroll 6
@@ -145,7 +145,7 @@ AIR_INLINE void pv_tile(const float *p, int np, int bk, const float *vp, int evp
 	}
 	for (int j = 0; j < bk; j++) {
 		__m512 b[4];
-		const float *v0 = vp + (size_t)j * evp;
+		const float *v0 = vp + (size_t)j * ldv;
 #pragma GCC unroll 4
 		for (int v = 0; v < NV; v++)
 			b[v] = _mm512_loadu_ps(v0 + 16 * v);
@@ -164,27 +164,28 @@ AIR_INLINE void pv_tile(const float *p, int np, int bk, const float *vp, int evp
 			_mm512_storeu_ps(o + (size_t)i * evp + 16 * v, acc[i][v]);
 }
 
-typedef void (*pv_tile_fn)(const float *p, int np, int bk, const float *vp, int evp, float *o, const float *alpha);
+typedef void (*pv_tile_fn)(const float *p, int np, int bk, const float *vp, int64_t ldv, int evp, float *o,
+			   const float *alpha);
 
 #define PV_INST(MR, NV)                                                                                      \
-	static void pv_##MR##x##NV(const float *p, int np, int bk, const float *vp, int evp, float *o,         \
-				   const float *alpha)                                                         \
+	static void pv_##MR##x##NV(const float *p, int np, int bk, const float *vp, int64_t ldv, int evp,     \
+				   float *o, const float *alpha)                                               \
 	{                                                                                                    \
-		pv_tile(p, np, bk, vp, evp, o, alpha, MR, NV);                                               \
+		pv_tile(p, np, bk, vp, ldv, evp, o, alpha, MR, NV);                                          \
 	}
 #define PV_ROW(MR) PV_INST(MR, 1) PV_INST(MR, 2) PV_INST(MR, 3) PV_INST(MR, 4)
 PV_ROW(1) PV_ROW(2) PV_ROW(3) PV_ROW(4) PV_ROW(5) PV_ROW(6)
 #define PV_FNS(MR) {pv_##MR##x1, pv_##MR##x2, pv_##MR##x3, pv_##MR##x4}
 static const pv_tile_fn pv_fns[KATT_MR][4] = {PV_FNS(1), PV_FNS(2), PV_FNS(3), PV_FNS(4), PV_FNS(5), PV_FNS(6)};
 
-static void pv_avx512(const float *p, int np, int rows, int bk, const float *vp, int evp, float *o,
+static void pv_avx512(const float *p, int np, int rows, int bk, const float *vp, int64_t ldv, int evp, float *o,
 		      const float *alpha)
 {
 	for (int c = 0; c < evp; c += 64) {
 		int nv = (evp - c) / 16 < 4 ? (evp - c) / 16 : 4;
 		for (int i = 0; i < rows; i += KATT_MR) {
 			int mr = rows - i < KATT_MR ? rows - i : KATT_MR;
-			pv_fns[mr - 1][nv - 1](p + (size_t)i * np, np, bk, vp + c, evp, o + (size_t)i * evp + c,
+			pv_fns[mr - 1][nv - 1](p + (size_t)i * np, np, bk, vp + c, ldv, evp, o + (size_t)i * evp + c,
 					       alpha + i);
 		}
 	}
