@@ -324,7 +324,11 @@ static air_status flash_run(const k_call *call)
 	j.bq = KATT_BQ;
 	while (j.bq > 16 && j.g.batch * ((j.g.L + j.bq - 1) / j.bq) < 4 * (int64_t)nthreads)
 		j.bq /= 2;
+	/* and blocks of even size: ViT-Tiny's 197 queries as 64, 64, 64 and
+	 * 5 left one thread a 64-query task more than the other (its sdpa,
+	 * 3 heads, 2 threads, hot: 164 -> 155 us as 50, 50, 50, 47) */
 	j.nqb = (j.g.L + j.bq - 1) / j.bq;
+	j.bq = (j.g.L + j.nqb - 1) / j.nqb;
 	rt_pool_run(call->pool, j.g.batch * j.nqb, att_task, &j);
 	return AIR_OK;
 }
