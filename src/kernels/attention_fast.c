@@ -87,7 +87,7 @@ static void pv_portable(const float *p, int np, int rows, int bk, const float *v
 	}
 }
 
-const katt_ops katt_ops_portable = {"portable", qk_portable, softmax_portable, pv_portable};
+const katt_ops katt_ops_portable = {"portable", qk_portable, softmax_portable, NULL, pv_portable};
 
 const katt_ops *katt_ops_best(void)
 {
@@ -230,6 +230,20 @@ static void att_task(void *ctx, int64_t t, int thread)
 		const float *vp = packs_v(g, evp) ? kt + E * np : j->v + at.v + kb0 * g->v_rs;
 		const int64_t ldv = packs_v(g, evp) ? evp : g->v_rs;
 		j->ops->qk(q, g->q_rs, nq, E, kt, np, s);
+		if (j->ops->softmax_rows && !g->causal && ms <= 1) {
+			/* every row has bk keys, its mask row in place (ms 1) or
+			 * none (ms 0: a mask broadcast along the keys is gathered
+			 * row by row below) */
+			const char *mask = j->mask && ms == 1 ? (const char *)j->mask : NULL;
+			const int64_t off = at.m + l0 * ml + kb0;
+			const float *madd = mask && !g->mask_bool ? (const float *)mask + off : NULL;
+			const uint8_t *mbool = mask && g->mask_bool ? (const uint8_t *)mask + off : NULL;
+			if (!j->mask || mask) {
+				j->ops->softmax_rows(s, np, nq, bk, j->scale, madd, mbool, ml, m, l, alpha);
+				j->ops->pv(s, np, nq, bk, vp, ldv, (int)evp, o, alpha);
+				continue;
+			}
+		}
 		for (int i = 0; i < nq; i++) {
 			int64_t n = bk;
 			if (g->causal) {

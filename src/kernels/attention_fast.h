@@ -50,6 +50,12 @@ typedef struct katt_ops {
 	 * below e^KATT_EXP_FLOOR are 0 (p and alpha alike). */
 	void (*softmax)(float *s, int np, int n, float scale, const float *madd, const uint8_t *mbool, float *m,
 			float *l, float *alpha);
+	/* softmax for rows rows of s (np apart) at once, each with n keys and
+	 * its mask row (madd or mbool, may be NULL) ml entries after the
+	 * previous row's; m, l, alpha per row. NULL where an ISA has no such
+	 * loop (then softmax runs row by row). */
+	void (*softmax_rows)(float *s, int np, int rows, int n, float scale, const float *madd, const uint8_t *mbool,
+			     int64_t ml, float *m, float *l, float *alpha);
 	/* o[i * evp + c] = alpha[i] * o[i * evp + c] + sum_{j < bk} p[i * np + j] * vp[j * ldv + c] */
 	void (*pv)(const float *p, int np, int rows, int bk, const float *vp, int64_t ldv, int evp, float *o,
 		   const float *alpha);

@@ -184,4 +184,4 @@ static void pv_avx2(const float *p, int np, int rows, int bk, const float *vp, i
 		}
 }
 
-const katt_ops katt_ops_avx2 = {"avx2", qk_avx2, softmax_avx2, pv_avx2};
+const katt_ops katt_ops_avx2 = {"avx2", qk_avx2, softmax_avx2, NULL, pv_avx2};

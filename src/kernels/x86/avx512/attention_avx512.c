@@ -130,6 +130,87 @@ static void softmax_avx512(float *s, int np, int n, float scale, const float *ma
 	*m = mn;
 }
 
+/* Rows at once (katt_ops.softmax_rows), RG at a time so that one row's
+ * reductions (max, then sum: a chain of shuffles each) overlap the next
+ * row's work; the weights as softmax_avx512 computes them, alpha for the
+ * group in one vector (0 below e^KATT_EXP_FLOOR, as katt_weight). */
+enum { RG = 4 };
+
+static void softmax_rows_avx512(float *s, int np, int rows, int n, float scale, const float *madd,
+				const uint8_t *mbool, int64_t ml, float *m, float *l, float *alpha)
+{
+	const __m512 ninf = _mm512_set1_ps(-INFINITY), vscale = _mm512_set1_ps(scale);
+	const __m512 floor = _mm512_set1_ps(KATT_EXP_FLOOR);
+	for (int i0 = 0; i0 < rows; i0 += RG) {
+		const int g = rows - i0 < RG ? rows - i0 : RG;
+		__m512 mx[RG], sum[RG];
+		__mmask16 any[RG];
+		float mn[RG] __attribute__((aligned(64)));
+		for (int r = 0; r < g; r++) {
+			mx[r] = ninf;
+			any[r] = 0;
+		}
+		for (int j = 0; j < np; j += 16) {
+			const __mmask16 lanes = k16_lanes(n - j);
+			for (int r = 0; r < g; r++) {
+				float *sr = s + (size_t)(i0 + r) * np;
+				__mmask16 valid = lanes;
+				__m512 x = _mm512_mul_ps(_mm512_loadu_ps(sr + j), vscale);
+				if (madd)
+					x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(valid, madd + (i0 + r) * ml + j));
+				if (mbool) {
+					__m128i b = _mm_maskz_loadu_epi8(valid, mbool + (i0 + r) * ml + j);
+					valid &= _mm_test_epi8_mask(b, b);
+				}
+				x = _mm512_mask_blend_ps(valid, ninf, x);
+				_mm512_storeu_ps(sr + j, x);
+				any[r] |= _mm512_cmp_ps_mask(x, ninf, _CMP_NEQ_UQ);
+				mx[r] = _mm512_max_ps(mx[r], x);
+			}
+		}
+		__m512 old = _mm512_set1_ps(-INFINITY), now = _mm512_set1_ps(-INFINITY);
+		for (int r = 0; r < g; r++) {
+			float bm = _mm512_reduce_max_ps(mx[r]);
+			mn[r] = any[r] ? (m[i0 + r] > bm ? m[i0 + r] : bm) : m[i0 + r];
+			old = _mm512_mask_mov_ps(old, (__mmask16)(1u << r), _mm512_set1_ps(m[i0 + r]));
+			now = _mm512_mask_mov_ps(now, (__mmask16)(1u << r), _mm512_set1_ps(mn[r]));
+			sum[r] = _mm512_setzero_ps();
+		}
+		for (int j = 0; j < np; j += 16) {
+			const __mmask16 lanes = k16_lanes(n - j);
+			for (int r = 0; r < g; r++) {
+				float *sr = s + (size_t)(i0 + r) * np;
+				if (!any[r]) {
+					_mm512_storeu_ps(sr + j, _mm512_setzero_ps());
+					continue;
+				}
+				__m512 d = _mm512_sub_ps(_mm512_loadu_ps(sr + j), _mm512_set1_ps(mn[r]));
+				__m512 p = exp_nonpos16(_mm512_max_ps(floor, d));
+				p = _mm512_maskz_mov_ps(lanes & _mm512_cmp_ps_mask(d, floor, _CMP_NLT_UQ), p);
+				_mm512_storeu_ps(sr + j, p);
+				sum[r] = _mm512_add_ps(sum[r], p);
+			}
+		}
+		/* alpha = e^(m - m'): 1 for a row with no key (m' = m), 0 from
+		 * m = -inf, NaN where either is */
+		__m512 d = _mm512_sub_ps(old, now);
+		__m512 a = exp_nonpos16(_mm512_max_ps(floor, d));
+		__mmask16 keep = _mm512_cmp_ps_mask(d, floor, _CMP_NLT_UQ);
+		a = _mm512_maskz_mov_ps(keep, a);
+		float av[16] __attribute__((aligned(64)));
+		_mm512_store_ps(av, a);
+		for (int r = 0; r < g; r++) {
+			if (!any[r]) {
+				alpha[i0 + r] = 1.0f;
+				continue;
+			}
+			alpha[i0 + r] = av[r];
+			l[i0 + r] = l[i0 + r] * av[r] + _mm512_reduce_add_ps(sum[r]);
+			m[i0 + r] = mn[r];
+		}
+	}
+}
+
 /* ---- o = alpha o + p vp ---------------------------------------------------- */
 
 AIR_INLINE void pv_tile(const float *p, int np, int bk, const float *vp, int64_t ldv, int evp, float *o,
@@ -191,4 +272,4 @@ static void pv_avx512(const float *p, int np, int rows, int bk, const float *vp,
 	}
 }
 
-const katt_ops katt_ops_avx512 = {"avx512", qk_avx512, softmax_avx512, pv_avx512};
+const katt_ops katt_ops_avx512 = {"avx512", qk_avx512, softmax_avx512, softmax_rows_avx512, pv_avx512};
