@@ -5,7 +5,8 @@
  *   linear -> reshape -> permute(2, 0, 3, 1, 4) -> slice -> reshape -> sdpa q/k/v
  *   sdpa -> permute(0, 2, 1, 3) -> reshape -> linear
  *
- * (BERT's and GPT-2's head split, ViT's fused qkv, the head merge). Each of
+ * (BERT's and GPT-2's head split, ViT's fused qkv, the head merge), and
+ * LLaMA's repeat_kv (reshape, expand, reshape) in front of k and v. Each of
  * those permutes and slices copied its tensor; here each operand of sdpa
  * follows its chain of permute, slice and reshape nodes back as far as a
  * strided view of the chain's first tensor describes it, and reads that
@@ -153,14 +154,47 @@ static bool apply(const ir_node *n, const ir_value *to, strided *v)
 	return n->op == OP_reshape && reshape_view(v, to);
 }
 
+/* Is x LLaMA's repeat_kv of a rank-4 y [B, Hkv, S, E]: reshape to
+ * [B, Hkv, 1, S, E], expand to [B, Hkv, rep, S, E], reshape to
+ * [B, Hkv * rep, S, E]? sdpa reads y itself: query head h uses key head
+ * h / rep, which is the head the copy put there. */
+static bool repeat_kv(const av_state *s, air_value x, air_value *y)
+{
+	const air_graph *g = s->g;
+	int r2 = producer(s, x);
+	if (r2 < 0 || g->nodes[r2].op != OP_reshape)
+		return false;
+	int ex = producer(s, g->nodes[r2].in[0]);
+	if (ex < 0 || g->nodes[ex].op != OP_expand)
+		return false;
+	int r1 = producer(s, g->nodes[ex].in[0]);
+	if (r1 < 0 || g->nodes[r1].op != OP_reshape)
+		return false;
+	const ir_value *xv = &g->values[x], *e = &g->values[g->nodes[ex].out[0]];
+	const ir_value *one = &g->values[g->nodes[r1].out[0]], *yv = &g->values[g->nodes[r1].in[0]];
+	if (xv->rank != 4 || e->rank != 5 || one->rank != 5 || yv->rank != 4 || !static_dims(xv) || !static_dims(e) ||
+	    !static_dims(one) || !static_dims(yv))
+		return false;
+	const int64_t want_one[5] = {yv->dims[0], yv->dims[1], 1, yv->dims[2], yv->dims[3]};
+	const int64_t want_e[5] = {yv->dims[0], yv->dims[1], e->dims[2], yv->dims[2], yv->dims[3]};
+	const int64_t want_x[4] = {yv->dims[0], yv->dims[1] * e->dims[2], yv->dims[2], yv->dims[3]};
+	for (int d = 0; d < 5; d++)
+		if (one->dims[d] != want_one[d] || e->dims[d] != want_e[d] || (d < 4 && xv->dims[d] != want_x[d]))
+			return false;
+	*y = g->nodes[r1].in[0];
+	return true;
+}
+
 /* The longest chain of view ops that ends in operand x and whose start is
  * a tensor of static size: *root and the view of it that x is. Chains of
- * reshapes alone gain nothing (a reshape copies nothing). */
-static bool find_view(const av_state *s, air_value x, air_value *root, strided *view)
+ * reshapes alone gain nothing (a reshape copies nothing); for k and v
+ * (kv) a repeat_kv in front of sdpa is a copy that the view leaves out. */
+static bool find_view(const av_state *s, air_value x, bool kv, air_value *root, strided *view)
 {
 	const air_graph *g = s->g;
 	enum { MAX_CHAIN = 8 };
 	int chain[MAX_CHAIN], n = 0;
+	bool repeated = kv && repeat_kv(s, x, &x);
 	air_value cur = x;
 	while (n < MAX_CHAIN) {
 		int k = producer(s, cur);
@@ -170,13 +204,13 @@ static bool find_view(const av_state *s, air_value x, air_value *root, strided *
 		cur = g->nodes[k].in[0];
 	}
 	/* from the farthest start back to the nearest, the first that works */
-	for (int start = n; start > 0; start--) {
-		air_value r = g->nodes[chain[start - 1]].in[0];
+	for (int start = n; start >= 0; start--) {
+		air_value r = start > 0 ? g->nodes[chain[start - 1]].in[0] : x;
 		if (!static_dims(&g->values[r]))
 			continue;
 		strided v;
 		dense(&g->values[r], &v);
-		bool ok = true, copies = false;
+		bool ok = true, copies = repeated;
 		for (int i = start - 1; i >= 0 && ok; i--) {
 			const ir_node *node = &g->nodes[chain[i]];
 			ok = apply(node, &g->values[node->out[0]], &v);
@@ -250,7 +284,7 @@ static air_status rewrite(av_state *s, int k, int *viewed, int *merged)
 			continue;
 		air_value x = n->in[i], root;
 		strided v;
-		if (!find_view(s, x, &root, &v))
+		if (!find_view(s, x, i > 0, &root, &v))
 			continue;
 		int64_t ints[KSDPA_VIEW_INTS] = {v.offset, v.dims[0], v.dims[1], v.dims[2], v.dims[3],
 						 v.st[0], v.st[1], v.st[2]};

@@ -2,11 +2,12 @@
  * blocks models make, built through the public API: BERT's (a projection
  * per operand, reshape, permute), GPT-2's (one projection sliced in
  * three), ViT's (one projection reshaped to [B, L, 3, H, E], permuted,
- * sliced) and the head merge after sdpa; and chains it must leave alone
+ * sliced), LLaMA's (k and v one head, repeated by reshape -> expand ->
+ * reshape) and the head merge after sdpa; and chains it must leave alone
  * (a reshape that is no view, a permute that is also a graph output, an
  * output permute other than (0, 2, 1, 3)). Each graph compiled with every
  * pass and with this one off gives the same values, and the report says
- * which permutes and slices are left. */
+ * which permutes, slices and expands are left. */
 #include <math.h>
 #include <stdio.h>
 
@@ -18,6 +19,7 @@ enum {
 	HEADS_EACH,  /* BERT: q, k, v each their own projection */
 	HEADS_SLICED, /* GPT-2: one projection, sliced along its last dim */
 	HEADS_QKV,   /* ViT: [B, L, 3, H, E] permuted to [3, B, H, L, E], sliced */
+	HEADS_GQA,   /* LLaMA: one k/v head repeated (repeat_kv) for H query heads; k scaled first (RoPE's place) */
 };
 
 enum {
@@ -61,6 +63,23 @@ static air_value split_heads(air_graph *g, air_value x)
 	return permute(g, reshape(g, x, 4, d), 4, swap12);
 }
 
+/* [B, L, E] -> one head [B, 1, L, E] -> repeated for H heads [B, H, L, E]
+ * (HF LLaMA's repeat_kv: reshape, expand, reshape); scaled on the way if
+ * `scaled`, as RoPE leaves k */
+static air_value one_head_repeated(air_graph *g, air_value x, int scaled)
+{
+	const int64_t d[4] = {B, L, 1, E}, d5[5] = {B, 1, 1, L, E}, e5[5] = {B, 1, H, L, E}, dh[4] = {B, H, L, E};
+	air_value h = permute(g, reshape(g, x, 4, d), 4, swap12);
+	if (scaled) {
+		const int64_t one[1] = {1};
+		h = binary(g, "mul", h, constant(g, 1, one, 0.5f, 0.5f));
+	}
+	air_attr a[1] = {ints("shape", e5, 5)};
+	air_value r = reshape(g, h, 5, d5);
+	air_value e = node(g, "expand", &r, 1, a, 1);
+	return reshape(g, e, 4, dh);
+}
+
 static air_graph *build(int heads, int flags, int causal)
 {
 	air_graph *g;
@@ -77,6 +96,10 @@ static air_graph *build(int heads, int flags, int causal)
 		q = split_heads(g, slice(g, p, 2, 0, D));
 		k = split_heads(g, slice(g, p, 2, D, 2 * D));
 		v = split_heads(g, slice(g, p, -1, 2 * D, 3 * D));
+	} else if (heads == HEADS_GQA) {
+		q = split_heads(g, linear(g, x, D, D));
+		k = one_head_repeated(g, linear(g, x, E, D), 1);
+		v = one_head_repeated(g, linear(g, x, E, D), 0);
 	} else {
 		const int64_t d5[5] = {B, L, 3, H, E}, perm[5] = {2, 0, 3, 1, 4}, d4[4] = {B, H, L, E};
 		air_value p = permute(g, reshape(g, linear(g, x, 3 * D, D), 5, d5), 5, perm);
@@ -142,15 +165,19 @@ static void check(int heads, int flags, int causal, int want_permutes, int want_
 		worst = e > worst || isnan(e) ? (isnan(e) ? INFINITY : e) : worst;
 	}
 	int permutes = count_steps(on, "permute"), slices = count_steps(on, "slice");
-	if (worst > 1e-5 || permutes != want_permutes || slices != want_slices)
-		fprintf(stderr, "heads %d flags %d causal %d: worst %g, %d permutes (want %d), %d slices (want %d)\n%s\n",
-			heads, flags, causal, worst, permutes, want_permutes, slices, want_slices,
+	int expands = count_steps(on, "expand");
+	if (worst > 1e-5 || permutes != want_permutes || slices != want_slices || expands != 0)
+		fprintf(stderr, "heads %d flags %d causal %d: worst %g, %d permutes (want %d), %d slices (want %d), "
+				"%d expands\n%s\n",
+			heads, flags, causal, worst, permutes, want_permutes, slices, want_slices, expands,
 			air_model_report(on));
 	CHECK(worst <= 1e-5);
 	CHECK(permutes == want_permutes);
 	CHECK(slices == want_slices);
-	/* with the pass off, every permute and slice runs */
-	int base_permutes = heads == HEADS_QKV ? 2 : 4, base_slices = heads == HEADS_EACH ? 0 : 3;
+	CHECK(expands == 0);
+	/* with the pass off, every permute, slice and expand runs */
+	int base_permutes = heads == HEADS_QKV ? 2 : 4, base_slices = heads == HEADS_EACH || heads == HEADS_GQA ? 0 : 3;
+	CHECK(count_steps(off, "expand") == (heads == HEADS_GQA ? 2 : 0));
 	if (flags & N_NOT_A_VIEW)
 		base_permutes++;
 	CHECK(count_steps(off, "permute") == base_permutes);
@@ -170,6 +197,8 @@ int main(void)
 		check(HEADS_EACH, 0, causal, 0, 0);
 		check(HEADS_SLICED, 0, causal, 0, 0);
 		check(HEADS_QKV, 0, causal, 0, 0);
+		/* the repeats go; k's permute stays (the scaling reads its copy) */
+		check(HEADS_GQA, 0, causal, 1, 0);
 		/* q keeps its first permute (a reshape of its copy is no view of
 		 * the projection); the second folds */
 		check(HEADS_EACH, N_NOT_A_VIEW, causal, 1, 0);
