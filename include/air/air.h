@@ -198,6 +198,7 @@ enum {
 	AIR_PASS_FUSE_ACTIVATION = 1u << 6,  /* GELU written out in elementwise ops -> one op */
 	AIR_PASS_ATTENTION_VIEWS = 1u << 7,  /* sdpa reads/writes heads in place: no permute/slice copies */
 	AIR_PASS_FUSE_RMS_NORM = 1u << 8,    /* RMS norm written out in elementwise ops -> rms_norm */
+	AIR_PASS_FUSE_ROPE = 1u << 9,        /* rotary embedding written out (rotate_half) -> rope */
 };
 
 /* Name of one AIR_PASS_* bit ("fold_batchnorm"), or NULL. */

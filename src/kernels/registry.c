@@ -14,6 +14,7 @@
 #include "kernels/linalg_fast.h"
 #include "kernels/linear_rows.h"
 #include "kernels/pool_nchw.h"
+#include "kernels/rope_fast.h"
 #include "kernels/rowops_fast.h"
 #include "ops/op.h"
 
@@ -36,6 +37,7 @@ static const k_kernel *const softmax[] = {&kfast_softmax_rows, NULL};
 static const k_kernel *const log_softmax[] = {&kfast_log_softmax_rows, NULL};
 static const k_kernel *const layer_norm[] = {&kfast_layer_norm_rows, NULL};
 static const k_kernel *const rms_norm[] = {&kfast_rms_norm_rows, NULL};
+static const k_kernel *const rope[] = {&kfast_rope, NULL};
 static const k_kernel *const elu[] = {&kfast_elu_vmath, NULL};
 static const k_kernel *const relu[] = {&kfast_relu_lanes, NULL};
 static const k_kernel *const clamp[] = {&kfast_clamp_lanes, NULL};
@@ -73,6 +75,7 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_log_softmax: return log_softmax;
 	case OP_layer_norm: return layer_norm;
 	case OP_rms_norm: return rms_norm;
+	case OP_rope: return rope;
 	case OP_elu: return elu;
 	case OP_relu: return relu;
 	case OP_clamp: return clamp;

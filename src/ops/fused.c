@@ -1,7 +1,9 @@
 /* fused.c - op table entries for ops that only passes create: a fused chain
- * of f32 elementwise ops (see kernels/ref/fused.h for its program). */
+ * of f32 elementwise ops (see kernels/ref/fused.h for its program), and
+ * the rotary position embedding (kernels/ref/rope.h). */
 #include "core/error.h"
 #include "kernels/ref/fused.h"
+#include "kernels/ref/rope.h"
 #include "ops/op.h"
 
 static air_status infer_fused(op_infer_ctx *c)
@@ -23,3 +25,30 @@ static const op_attr_spec fused_attrs[] = {{"program", OPA_INTS, true, 0, 0}};
 const op_def op_def_fused_elementwise = {
 	"fused_elementwise", 1, 1, 1, fused_attrs, 1, infer_fused,
 	{"fused_elementwise_tiles", 0, NULL, NULL, NULL, NULL, kref_fused_elementwise}, OPF_ELEMENTWISE};
+
+/* rope(x, cos, sin): f32; cos and sin have x's rank and last dim (even),
+ * and each other dim is x's or 1 */
+static air_status infer_rope(op_infer_ctx *c)
+{
+	const ir_value *x = c->in[0];
+	if (x->rank < 1)
+		return op_fail(c, AIR_SHAPE_MISMATCH, "x must have rank 1 or more");
+	air_dim n = x->dims[x->rank - 1];
+	if (ir_dim_is_const(n) && n % 2 != 0)
+		return op_fail(c, AIR_SHAPE_MISMATCH, "the last dim (%lld) must be even", (long long)n);
+	for (int i = 0; i < 3; i++) {
+		const ir_value *t = c->in[i];
+		if (t->dtype != AIR_F32)
+			return op_fail(c, AIR_UNSUPPORTED, "runs f32 only, not %s", air_dtype_name(t->dtype));
+		if (t->rank != x->rank || !ir_dim_equal(c->g, t->dims[x->rank - 1], n))
+			return op_fail(c, AIR_SHAPE_MISMATCH, "cos and sin must have x's rank and last dim");
+		for (int d = 0; d < x->rank - 1; d++)
+			if (t->dims[d] != 1 && !ir_dim_equal(c->g, t->dims[d], x->dims[d]))
+				return op_fail(c, AIR_SHAPE_MISMATCH, "input %d has size %lld at dim %d where x has %lld", i,
+					       (long long)t->dims[d], d, (long long)x->dims[d]);
+	}
+	c->out[0] = *x;
+	return AIR_OK;
+}
+
+const op_def op_def_rope = {"rope", 3, 3, 1, NULL, 0, infer_rope, {"rope_ref", 0, NULL, NULL, NULL, NULL, kref_rope}, 0};

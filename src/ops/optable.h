@@ -13,7 +13,7 @@ OP(bitwise_and) OP(bitwise_or) OP(bitwise_xor)
 OP(where) OP(cast)
 
 /* created by passes only: ops/fused.c, ops/conv_nhwc.c (layout pass) */
-OP(fused_elementwise)
+OP(fused_elementwise) OP(rope)
 OP(conv2d_nhwc) OP(max_pool2d_nhwc) OP(avg_pool2d_nhwc) OP(adaptive_avg_pool2d_nhwc)
 
 /* shape and data movement: ops/shape.c */

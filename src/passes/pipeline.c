@@ -35,6 +35,9 @@ air_status pass_fuse_attention(air_graph *g, const pass_options *po, pass_log *l
 /* passes/fuse_rms_norm.c */
 air_status pass_fuse_rms_norm(air_graph *g, const pass_options *po, pass_log *log);
 
+/* passes/fuse_rope.c */
+air_status pass_fuse_rope(air_graph *g, const pass_options *po, pass_log *log);
+
 /* passes/attention_views.c */
 air_status pass_attention_views(air_graph *g, const pass_options *po, pass_log *log);
 
@@ -48,6 +51,7 @@ static const pass_row PIPELINE[] = {
 	{AIR_PASS_ATTENTION_VIEWS, "attention_views", true, pass_attention_views},
 	{AIR_PASS_FUSE_ACTIVATION, "fuse_activation", true, pass_fuse_activation},
 	{AIR_PASS_FUSE_RMS_NORM, "fuse_rms_norm", true, pass_fuse_rms_norm},
+	{AIR_PASS_FUSE_ROPE, "fuse_rope", true, pass_fuse_rope},
 	{AIR_PASS_FUSE_EPILOGUE, "fuse_epilogue", true, pass_fuse_epilogue},
 	{AIR_PASS_FUSE_ELEMENTWISE, "fuse_elementwise", true, run_fuse_elementwise},
 	{AIR_PASS_LAYOUT, "layout", false, pass_layout},

@@ -1,0 +1,77 @@
+/* rope.c - see rope.h. f32 throughout, each product rounded before the sum
+ * as the written-out ops round them (up to the compiler's contraction into
+ * an FMA: one rounding less). Rows of x's last dim; cos and sin reach
+ * theirs through broadcast strides (kernels/ref/bcast.h), which keep the
+ * last dim contiguous since it is never broadcast. */
+#include "kernels/ref/rope.h"
+
+#include "core/error.h"
+#include "kernels/ref/bcast.h"
+
+typedef struct rope_ctx {
+	kb_plan p;
+	krope_row_fn row;
+	const float *x, *c, *s;
+	float *y;
+	int64_t n, rows_per_task; /* n: x's last dim */
+} rope_ctx;
+
+static void rope_row_portable(const float *restrict x, const float *restrict c, const float *restrict s,
+			      float *restrict y, int64_t n)
+{
+	const int64_t h = n / 2;
+	for (int64_t i = 0; i < h; i++)
+		y[i] = x[i] * c[i] + -x[i + h] * s[i];
+	for (int64_t i = h; i < n; i++)
+		y[i] = x[i] * c[i] + x[i - h] * s[i];
+}
+
+static void rope_task(void *arg, int64_t t, int thread)
+{
+	(void)thread;
+	const rope_ctx *r = arg;
+	int64_t r0 = t * r->rows_per_task, r1 = r0 + r->rows_per_task;
+	if (r1 > r->p.rows)
+		r1 = r->p.rows;
+	for (int64_t row = r0; row < r1; row++) {
+		int64_t off[3];
+		kb_row(&r->p, row, off);
+		/* the inner run is whole rows of the last dim (dims coalesce whole) */
+		for (int64_t j = 0; j < r->p.inner; j += r->n)
+			r->row(r->x + off[0] + j, r->c + off[1] + j, r->s + off[2] + j,
+				 r->y + row * r->p.inner + j, r->n);
+	}
+}
+
+air_status krope_run(const k_call *call, krope_row_fn row)
+{
+	const k_tensor *out = &call->out[0];
+	const k_tensor *in[3] = {&call->in[0], &call->in[1], &call->in[2]};
+	for (int i = 0; i < 3; i++)
+		if (in[i]->dtype != AIR_F32 || in[i]->rank != out->rank ||
+		    in[i]->dims[out->rank - 1] != out->dims[out->rank - 1])
+			return air_error(AIR_SHAPE_MISMATCH, "rope: x, cos and sin must be f32 with x's rank and last dim");
+	rope_ctx r;
+	r.row = row;
+	r.n = out->rank ? out->dims[out->rank - 1] : 1;
+	if (out->numel == 0)
+		return AIR_OK;
+	if (r.n % 2 != 0)
+		return air_error(AIR_SHAPE_MISMATCH, "rope: the last dim (%lld) must be even", (long long)r.n);
+	AIR_TRY(kb_make(&r.p, out, in, 3));
+	for (int i = 0; i < 3; i++)
+		if (r.p.strides[i][r.p.rank - 1] != 1 || r.p.inner % r.n != 0)
+			return air_error(AIR_SHAPE_MISMATCH, "rope: an input broadcasts along the last dim");
+	r.x = in[0]->data;
+	r.c = in[1]->data;
+	r.s = in[2]->data;
+	r.y = out->data;
+	r.rows_per_task = kb_rows_per_task(&r.p);
+	rt_pool_run(call->pool, (r.p.rows + r.rows_per_task - 1) / r.rows_per_task, rope_task, &r);
+	return AIR_OK;
+}
+
+air_status kref_rope(const k_call *call)
+{
+	return krope_run(call, rope_row_portable);
+}

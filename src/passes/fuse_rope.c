@@ -1,0 +1,150 @@
+/* fuse_rope.c - the rotary position embedding written out in ops becomes
+ * the rope op:
+ *
+ *   x * cos + cat(-x[..., h:], x[..., :h]) * sin  ->  rope(x, cos, sin)
+ *
+ * (Hugging Face's apply_rotary_pos_emb with rotate_half, on q and on k in
+ * every LLaMA-style layer; h is half of x's last dim). Written out it is
+ * seven ops, five of them copies of x's size; rope reads x, cos and sin
+ * once (kernels/ref/rope.h).
+ *
+ * Products and the sum in either operand order; every intermediate used
+ * once; the slices on the last dim, step 1, splitting it in halves; cos
+ * and sin of x's rank and last dim (broadcast over the others); f32.
+ * Requires: node order is an execution order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/op.h"
+#include "passes/pass.h"
+
+typedef struct rope_ctx {
+	air_graph *g;
+	int *uses;
+	char *dead;
+	int members[6];
+	int n_members;
+} rope_ctx;
+
+/* The node producing v if it is op, f32, live, and v has one use (it
+ * joins the pattern); else NULL. */
+static ir_node *single(rope_ctx *c, air_value v, int op)
+{
+	const ir_value *x = &c->g->values[v];
+	if (x->kind != IR_NODE_OUTPUT || x->dtype != AIR_F32 || c->uses[v] != 1 || c->dead[x->index])
+		return NULL;
+	ir_node *n = &c->g->nodes[x->index];
+	if (n->op != op || n->n_out != 1 || c->n_members == (int)(sizeof c->members / sizeof c->members[0]))
+		return NULL;
+	c->members[c->n_members++] = x->index;
+	return n;
+}
+
+/* Is v a slice of the last dim of x (rank r, last dim n) from start to end? */
+static bool is_half(rope_ctx *c, air_value v, air_value *x, int64_t start, int64_t end)
+{
+	ir_node *s = single(c, v, OP_slice);
+	if (!s)
+		return false;
+	const ir_value *in = &c->g->values[s->in[0]];
+	int64_t axis = s->attrs[0].i < 0 ? s->attrs[0].i + in->rank : s->attrs[0].i;
+	if (axis != in->rank - 1 || s->attrs[1].i != start || s->attrs[2].i != end || s->attrs[3].i != 1)
+		return false;
+	*x = s->in[0];
+	return true;
+}
+
+/* Is r cat(-x[..., h:], x[..., :h]) along x's last dim? */
+static bool is_rotate_half(rope_ctx *c, air_value r, air_value x)
+{
+	const ir_value *xv = &c->g->values[x];
+	if (xv->rank < 1 || !ir_dim_is_const(xv->dims[xv->rank - 1]))
+		return false;
+	int64_t n = xv->dims[xv->rank - 1], h = n / 2;
+	ir_node *cat = single(c, r, OP_cat);
+	if (!cat || cat->n_in != 2 || n % 2 != 0 || n == 0)
+		return false;
+	int64_t axis = cat->attrs[0].i < 0 ? cat->attrs[0].i + xv->rank : cat->attrs[0].i;
+	ir_node *neg = axis == xv->rank - 1 ? single(c, cat->in[0], OP_neg) : NULL;
+	air_value hi, lo;
+	return neg && is_half(c, neg->in[0], &hi, h, n) && is_half(c, cat->in[1], &lo, 0, h) && hi == x && lo == x;
+}
+
+/* Can t be rope's cos or sin for x? */
+static bool is_table(const air_graph *g, air_value t, air_value x)
+{
+	const ir_value *tv = &g->values[t], *xv = &g->values[x];
+	if (tv->dtype != AIR_F32 || tv->rank != xv->rank || !ir_dim_equal(g, tv->dims[xv->rank - 1], xv->dims[xv->rank - 1]))
+		return false;
+	for (int d = 0; d < xv->rank - 1; d++)
+		if (tv->dims[d] != 1 && !ir_dim_equal(g, tv->dims[d], xv->dims[d]))
+			return false;
+	return true;
+}
+
+/* Node k as the final sum; on a match it becomes rope(x, cos, sin). */
+static bool match(rope_ctx *c, int k)
+{
+	ir_node *n = &c->g->nodes[k];
+	if (n->op != OP_add || n->n_in != 2 || c->g->values[n->out[0]].dtype != AIR_F32)
+		return false;
+	for (int side = 0; side < 2; side++) {
+		c->n_members = 0;
+		ir_node *a = single(c, n->in[side], OP_mul), *b = a ? single(c, n->in[1 - side], OP_mul) : NULL;
+		if (!b)
+			continue;
+		int mark = c->n_members;
+		for (int ax = 0; ax < 2; ax++)
+			for (int bx = 0; bx < 2; bx++) {
+				c->n_members = mark;
+				air_value x = a->in[ax], cos = a->in[1 - ax], sin = b->in[1 - bx];
+				if (!is_rotate_half(c, b->in[bx], x) || !is_table(c->g, cos, x) || !is_table(c->g, sin, x))
+					continue;
+				const ir_value *xv = &c->g->values[x], *ov = &c->g->values[n->out[0]];
+				bool same = xv->rank == ov->rank;
+				for (int d = 0; d < xv->rank && same; d++)
+					same = ir_dim_equal(c->g, xv->dims[d], ov->dims[d]);
+				air_value *in = same ? malloc(sizeof *in * 3) : NULL;
+				if (!in) /* cos or sin would broadcast x itself (or no memory): left as it is */
+					continue;
+				for (int m = 0; m < c->n_members; m++) {
+					c->dead[c->members[m]] = 1;
+					c->g->values[c->g->nodes[c->members[m]].out[0]].kind = IR_DEAD;
+				}
+				in[0] = x;
+				in[1] = cos;
+				in[2] = sin;
+				pass_set_op(n, OP_rope);
+				free(n->in);
+				n->in = in;
+				n->n_in = 3;
+				return true;
+			}
+	}
+	return false;
+}
+
+air_status pass_fuse_rope(air_graph *g, const pass_options *po, pass_log *log)
+{
+	(void)po;
+	rope_ctx c;
+	memset(&c, 0, sizeof c);
+	c.g = g;
+	c.uses = ir_count_uses(g);
+	c.dead = calloc((size_t)g->n_nodes + 1, 1);
+	if (!c.uses || !c.dead) {
+		free(c.uses);
+		free(c.dead);
+		return air_error(AIR_OUT_OF_MEMORY, "fuse_rope: no memory");
+	}
+	int made = 0;
+	for (int k = 0; k < g->n_nodes; k++)
+		if (!c.dead[k] && match(&c, k))
+			made++;
+	pass_compact(g, c.dead);
+	free(c.uses);
+	free(c.dead);
+	pass_logf(log, "fuse_rope: %d rotary embedding(s) written out in ops made one op\n", made);
+	return AIR_OK;
+}
