@@ -7,6 +7,7 @@
 
 #include "kernels/attention_fast.h"
 #include "kernels/conv_narrow.h"
+#include "kernels/conv_patches.h"
 #include "kernels/conv_nhwc.h"
 #include "kernels/elementwise_fast.h"
 #include "kernels/reduce_fast.h"
@@ -51,7 +52,7 @@ static const k_kernel *const cast[] = {&kfast_cast_bytes_f32, NULL};
 KFAST_VMATH_OPS(VMATH_LIST_)
 #undef VMATH_LIST_
 static const k_kernel *const conv2d[] = {&kfast_conv2d_depthwise,	 &kfast_conv2d_1x1_t, &kfast_conv2d_1x1,
-					 &kfast_conv2d_narrow_nchw, &kfast_conv2d_implicit_nchw,
+					 &kfast_conv2d_narrow_nchw, &kfast_conv2d_patches, &kfast_conv2d_implicit_nchw,
 					 &kfast_conv2d_im2col_channels_last,
 					 &kfast_conv2d_im2col, NULL};
 
