@@ -24,29 +24,6 @@
 /* "no match" for the functions that return a value */
 #define NO_VALUE ((air_value)-1)
 
-typedef struct act_ctx {
-	air_graph *g;
-	int *uses;
-	char *dead;
-	/* nodes of the pattern being matched, to kill if it matches */
-	int members[8];
-	int n_members;
-} act_ctx;
-
-/* The node producing v if it is op, f32, live, and v has one use (it
- * joins the pattern); else NULL. */
-static ir_node *single(act_ctx *c, air_value v, int op)
-{
-	const ir_value *x = &c->g->values[v];
-	if (x->kind != IR_NODE_OUTPUT || x->dtype != AIR_F32 || c->uses[v] != 1 || c->dead[x->index])
-		return NULL;
-	ir_node *n = &c->g->nodes[x->index];
-	if (n->op != op || n->n_out != 1 || c->n_members == (int)(sizeof c->members / sizeof c->members[0]))
-		return NULL;
-	c->members[c->n_members++] = x->index;
-	return n;
-}
-
 /* Is v a scalar constant within 1e-6 (relative) of want? */
 static bool is_scalar(const air_graph *g, air_value v, double want)
 {
@@ -68,23 +45,23 @@ static air_value with_scalar(const air_graph *g, const ir_node *n, double want)
 }
 
 /* Is v x^3 of x: pow(x, 3), x * (x * x) or (x * x) * x? */
-static bool is_cube(act_ctx *c, air_value v, air_value x)
+static bool is_cube(pass_pattern *c, air_value v, air_value x)
 {
 	const ir_value *pv = &c->g->values[v];
 	if (pv->kind != IR_NODE_OUTPUT)
 		return false;
 	if (c->g->nodes[pv->index].op == OP_pow) {
-		ir_node *p = single(c, v, OP_pow);
+		ir_node *p = pass_pattern_take(c, v, OP_pow);
 		return p && p->in[0] == x && is_scalar(c->g, p->in[1], 3.0);
 	}
-	ir_node *m = single(c, v, OP_mul);
+	ir_node *m = pass_pattern_take(c, v, OP_mul);
 	if (!m)
 		return false;
 	for (int side = 0; side < 2; side++) {
 		if (m->in[side] != x)
 			continue;
 		int mark = c->n_members;
-		ir_node *sq = single(c, m->in[1 - side], OP_mul);
+		ir_node *sq = pass_pattern_take(c, m->in[1 - side], OP_mul);
 		if (sq && sq->in[0] == x && sq->in[1] == x)
 			return true;
 		c->n_members = mark;
@@ -93,18 +70,18 @@ static bool is_cube(act_ctx *c, air_value v, air_value x)
 }
 
 /* u = k * x (tanh form: k * (x + 0.044715 x^3)) -> x, else NO_VALUE. */
-static air_value tanh_argument(act_ctx *c, air_value u)
+static air_value tanh_argument(pass_pattern *c, air_value u)
 {
-	air_value v = with_scalar(c->g, single(c, u, OP_mul), 0.7978845608028654);
+	air_value v = with_scalar(c->g, pass_pattern_take(c, u, OP_mul), 0.7978845608028654);
 	if (v == NO_VALUE)
 		return NO_VALUE;
-	ir_node *s = single(c, v, OP_add);
+	ir_node *s = pass_pattern_take(c, v, OP_add);
 	if (!s || s->n_in != 2)
 		return NO_VALUE;
 	for (int side = 0; side < 2; side++) {
 		air_value x = s->in[side];
 		int mark = c->n_members;
-		air_value cube = with_scalar(c->g, single(c, s->in[1 - side], OP_mul), 0.044715);
+		air_value cube = with_scalar(c->g, pass_pattern_take(c, s->in[1 - side], OP_mul), 0.044715);
 		if (cube != NO_VALUE && is_cube(c, cube, x))
 			return x;
 		c->n_members = mark;
@@ -114,40 +91,36 @@ static air_value tanh_argument(act_ctx *c, air_value u)
 
 /* Tries node k as the final product; on a match rewrites it into the op
  * and marks the rest of the pattern dead. Returns the op made, or -1. */
-static int match(act_ctx *c, int k)
+static int match(pass_pattern *c, int k)
 {
 	ir_node *n = &c->g->nodes[k];
 	if (n->op != OP_mul || n->n_in != 2 || c->g->values[n->out[0]].dtype != AIR_F32)
 		return -1;
 	for (int side = 0; side < 2; side++) {
 		c->n_members = 0;
-		air_value x = with_scalar(c->g, single(c, n->in[side], OP_mul), 0.5);
+		air_value x = with_scalar(c->g, pass_pattern_take(c, n->in[side], OP_mul), 0.5);
 		if (x == NO_VALUE)
 			continue;
-		air_value t = with_scalar(c->g, single(c, n->in[1 - side], OP_add), 1.0);
+		air_value t = with_scalar(c->g, pass_pattern_take(c, n->in[1 - side], OP_add), 1.0);
 		if (t == NO_VALUE)
 			continue;
 		int op = -1;
 		air_value arg = NO_VALUE;
-		ir_node *f = single(c, t, OP_tanh);
+		ir_node *f = pass_pattern_take(c, t, OP_tanh);
 		if (f) {
 			op = OP_gelu_tanh;
 			arg = tanh_argument(c, f->in[0]);
-		} else if ((f = single(c, t, OP_erf)) != NULL) {
+		} else if ((f = pass_pattern_take(c, t, OP_erf)) != NULL) {
 			/* erf(x * (1/sqrt 2)) or erf(x / sqrt 2) */
 			op = OP_gelu;
-			ir_node *s = single(c, f->in[0], OP_mul);
+			ir_node *s = pass_pattern_take(c, f->in[0], OP_mul);
 			arg = with_scalar(c->g, s, 0.7071067811865476);
-			if (!s && (s = single(c, f->in[0], OP_div)) != NULL && is_scalar(c->g, s->in[1], 1.4142135623730951))
+			if (!s && (s = pass_pattern_take(c, f->in[0], OP_div)) != NULL && is_scalar(c->g, s->in[1], 1.4142135623730951))
 				arg = s->in[0];
 		}
 		if (arg == NO_VALUE || arg != x)
 			continue;
-		for (int m = 0; m < c->n_members; m++) {
-			ir_node *d = &c->g->nodes[c->members[m]];
-			c->dead[c->members[m]] = 1;
-			c->g->values[d->out[0]].kind = IR_DEAD;
-		}
+		pass_pattern_kill(c);
 		pass_set_op(n, op);
 		n->in[0] = x;
 		n->n_in = 1;
@@ -159,16 +132,8 @@ static int match(act_ctx *c, int k)
 air_status pass_fuse_activation(air_graph *g, const pass_options *po, pass_log *log)
 {
 	(void)po;
-	act_ctx c;
-	memset(&c, 0, sizeof c);
-	c.g = g;
-	c.uses = ir_count_uses(g);
-	c.dead = calloc((size_t)g->n_nodes + 1, 1);
-	if (!c.uses || !c.dead) {
-		free(c.uses);
-		free(c.dead);
-		return air_error(AIR_OUT_OF_MEMORY, "fuse_activation: no memory");
-	}
+	pass_pattern c;
+	AIR_TRY(pass_pattern_init(&c, g, "fuse_activation"));
 	int made[2] = {0, 0};
 	for (int k = 0; k < g->n_nodes; k++) {
 		if (c.dead[k])
@@ -178,8 +143,7 @@ air_status pass_fuse_activation(air_graph *g, const pass_options *po, pass_log *
 			made[op == OP_gelu ? 1 : 0]++;
 	}
 	pass_compact(g, c.dead);
-	free(c.uses);
-	free(c.dead);
+	pass_pattern_free(&c);
 	pass_logf(log, "fuse_activation: %d tanh GELU(s), %d erf GELU(s) written out in ops made one op\n", made[0],
 		  made[1]);
 	return AIR_OK;

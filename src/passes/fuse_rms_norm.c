@@ -21,55 +21,33 @@
 
 #define NO_VALUE ((air_value)-1)
 
-typedef struct norm_ctx {
-	air_graph *g;
-	int *uses;
-	char *dead;
-	int members[6]; /* the pattern's nodes but the last, to kill on a match */
-	int n_members;
-} norm_ctx;
-
-/* The node producing v if it is op, f32, live, and v has one use (it
- * joins the pattern); else NULL. */
-static ir_node *single(norm_ctx *c, air_value v, int op)
-{
-	const ir_value *x = &c->g->values[v];
-	if (x->kind != IR_NODE_OUTPUT || x->dtype != AIR_F32 || c->uses[v] != 1 || c->dead[x->index])
-		return NULL;
-	ir_node *n = &c->g->nodes[x->index];
-	if (n->op != op || n->n_out != 1 || c->n_members == (int)(sizeof c->members / sizeof c->members[0]))
-		return NULL;
-	c->members[c->n_members++] = x->index;
-	return n;
-}
-
 /* Is v x * x or pow(x, 2)? */
-static bool is_square(norm_ctx *c, air_value v, air_value x)
+static bool is_square(pass_pattern *c, air_value v, air_value x)
 {
 	const ir_value *pv = &c->g->values[v];
 	if (pv->kind != IR_NODE_OUTPUT)
 		return false;
 	float two;
 	if (c->g->nodes[pv->index].op == OP_pow) {
-		ir_node *p = single(c, v, OP_pow);
+		ir_node *p = pass_pattern_take(c, v, OP_pow);
 		return p && p->in[0] == x && pass_f32_scalar(c->g, p->in[1], &two) && two == 2.0f;
 	}
-	ir_node *m = single(c, v, OP_mul);
+	ir_node *m = pass_pattern_take(c, v, OP_mul);
 	return m && m->in[0] == x && m->in[1] == x;
 }
 
 /* r = rsqrt(mean(x^2 over the last dim, keepdim) + eps): true with *eps */
-static bool is_rms_factor(norm_ctx *c, air_value r, air_value x, float *eps)
+static bool is_rms_factor(pass_pattern *c, air_value r, air_value x, float *eps)
 {
 	const ir_value *xv = &c->g->values[x];
-	ir_node *rs = single(c, r, OP_rsqrt);
-	ir_node *add = rs ? single(c, rs->in[0], OP_add) : NULL;
+	ir_node *rs = pass_pattern_take(c, r, OP_rsqrt);
+	ir_node *add = rs ? pass_pattern_take(c, rs->in[0], OP_add) : NULL;
 	if (!add || add->n_in != 2 || xv->rank < 1)
 		return false;
 	for (int side = 0; side < 2; side++) {
 		int mark = c->n_members;
 		if (pass_f32_scalar(c->g, add->in[1 - side], eps) && *eps >= 0.0f) {
-			ir_node *mean = single(c, add->in[side], OP_mean);
+			ir_node *mean = pass_pattern_take(c, add->in[side], OP_mean);
 			const ir_attr *axes = mean ? &mean->attrs[0] : NULL;
 			bool last = axes && axes->n == 1 &&
 				    (axes->ints[0] == xv->rank - 1 || axes->ints[0] == -1) && mean->attrs[1].i == 1;
@@ -82,7 +60,7 @@ static bool is_rms_factor(norm_ctx *c, air_value r, air_value x, float *eps)
 }
 
 /* h = x * r or r * x with r the RMS factor of x: x, else NO_VALUE. */
-static air_value normalized(norm_ctx *c, ir_node *h, float *eps)
+static air_value normalized(pass_pattern *c, ir_node *h, float *eps)
 {
 	if (!h || h->n_in != 2)
 		return NO_VALUE;
@@ -102,13 +80,9 @@ static bool is_weight(const air_graph *g, air_value w, air_value x)
 	return wv->dtype == AIR_F32 && wv->rank == 1 && ir_dim_equal(g, wv->dims[0], xv->dims[xv->rank - 1]);
 }
 
-static void rewrite(norm_ctx *c, ir_node *n, air_value x, air_value w, float eps)
+static void rewrite(pass_pattern *c, ir_node *n, air_value x, air_value w, float eps)
 {
-	for (int m = 0; m < c->n_members; m++) {
-		ir_node *d = &c->g->nodes[c->members[m]];
-		c->dead[c->members[m]] = 1;
-		c->g->values[d->out[0]].kind = IR_DEAD;
-	}
+	pass_pattern_kill(c);
 	pass_set_op(n, OP_rms_norm);
 	n->in[0] = x;
 	n->n_in = 1;
@@ -126,7 +100,7 @@ static void rewrite(norm_ctx *c, ir_node *n, air_value x, air_value w, float eps
 
 /* Node k as w * h (weighted: a node of 2 inputs, ready to take [x, w]) or as
  * h itself. */
-static bool match(norm_ctx *c, int k, bool weighted)
+static bool match(pass_pattern *c, int k, bool weighted)
 {
 	ir_node *n = &c->g->nodes[k];
 	if (n->op != OP_mul || n->n_in != 2 || c->g->values[n->out[0]].dtype != AIR_F32)
@@ -142,7 +116,7 @@ static bool match(norm_ctx *c, int k, bool weighted)
 	}
 	for (int side = 0; side < 2; side++) {
 		c->n_members = 0;
-		air_value x = normalized(c, single(c, n->in[side], OP_mul), &eps);
+		air_value x = normalized(c, pass_pattern_take(c, n->in[side], OP_mul), &eps);
 		if (x == NO_VALUE || !is_weight(c->g, n->in[1 - side], x))
 			continue;
 		rewrite(c, n, x, n->in[1 - side], eps);
@@ -154,16 +128,8 @@ static bool match(norm_ctx *c, int k, bool weighted)
 air_status pass_fuse_rms_norm(air_graph *g, const pass_options *po, pass_log *log)
 {
 	(void)po;
-	norm_ctx c;
-	memset(&c, 0, sizeof c);
-	c.g = g;
-	c.uses = ir_count_uses(g);
-	c.dead = calloc((size_t)g->n_nodes + 1, 1);
-	if (!c.uses || !c.dead) {
-		free(c.uses);
-		free(c.dead);
-		return air_error(AIR_OUT_OF_MEMORY, "fuse_rms_norm: no memory");
-	}
+	pass_pattern c;
+	AIR_TRY(pass_pattern_init(&c, g, "fuse_rms_norm"));
 	/* weighted norms first: else each one's inner product, visited first,
 	 * would match alone and leave the weight's product outside */
 	int made[2] = {0, 0};
@@ -172,8 +138,7 @@ air_status pass_fuse_rms_norm(air_graph *g, const pass_options *po, pass_log *lo
 			if (!c.dead[k] && match(&c, k, pass == 0))
 				made[pass]++;
 	pass_compact(g, c.dead);
-	free(c.uses);
-	free(c.dead);
+	pass_pattern_free(&c);
 	pass_logf(log, "fuse_rms_norm: %d RMS norm(s) with a weight and %d without, written out in ops, made one op\n",
 		  made[0], made[1]);
 	return AIR_OK;

@@ -19,32 +19,10 @@
 #include "ops/op.h"
 #include "passes/pass.h"
 
-typedef struct rope_ctx {
-	air_graph *g;
-	int *uses;
-	char *dead;
-	int members[6];
-	int n_members;
-} rope_ctx;
-
-/* The node producing v if it is op, f32, live, and v has one use (it
- * joins the pattern); else NULL. */
-static ir_node *single(rope_ctx *c, air_value v, int op)
-{
-	const ir_value *x = &c->g->values[v];
-	if (x->kind != IR_NODE_OUTPUT || x->dtype != AIR_F32 || c->uses[v] != 1 || c->dead[x->index])
-		return NULL;
-	ir_node *n = &c->g->nodes[x->index];
-	if (n->op != op || n->n_out != 1 || c->n_members == (int)(sizeof c->members / sizeof c->members[0]))
-		return NULL;
-	c->members[c->n_members++] = x->index;
-	return n;
-}
-
 /* Is v a slice of the last dim of x (rank r, last dim n) from start to end? */
-static bool is_half(rope_ctx *c, air_value v, air_value *x, int64_t start, int64_t end)
+static bool is_half(pass_pattern *c, air_value v, air_value *x, int64_t start, int64_t end)
 {
-	ir_node *s = single(c, v, OP_slice);
+	ir_node *s = pass_pattern_take(c, v, OP_slice);
 	if (!s)
 		return false;
 	const ir_value *in = &c->g->values[s->in[0]];
@@ -56,17 +34,17 @@ static bool is_half(rope_ctx *c, air_value v, air_value *x, int64_t start, int64
 }
 
 /* Is r cat(-x[..., h:], x[..., :h]) along x's last dim? */
-static bool is_rotate_half(rope_ctx *c, air_value r, air_value x)
+static bool is_rotate_half(pass_pattern *c, air_value r, air_value x)
 {
 	const ir_value *xv = &c->g->values[x];
 	if (xv->rank < 1 || !ir_dim_is_const(xv->dims[xv->rank - 1]))
 		return false;
 	int64_t n = xv->dims[xv->rank - 1], h = n / 2;
-	ir_node *cat = single(c, r, OP_cat);
+	ir_node *cat = pass_pattern_take(c, r, OP_cat);
 	if (!cat || cat->n_in != 2 || n % 2 != 0 || n == 0)
 		return false;
 	int64_t axis = cat->attrs[0].i < 0 ? cat->attrs[0].i + xv->rank : cat->attrs[0].i;
-	ir_node *neg = axis == xv->rank - 1 ? single(c, cat->in[0], OP_neg) : NULL;
+	ir_node *neg = axis == xv->rank - 1 ? pass_pattern_take(c, cat->in[0], OP_neg) : NULL;
 	air_value hi, lo;
 	return neg && is_half(c, neg->in[0], &hi, h, n) && is_half(c, cat->in[1], &lo, 0, h) && hi == x && lo == x;
 }
@@ -84,14 +62,14 @@ static bool is_table(const air_graph *g, air_value t, air_value x)
 }
 
 /* Node k as the final sum; on a match it becomes rope(x, cos, sin). */
-static bool match(rope_ctx *c, int k)
+static bool match(pass_pattern *c, int k)
 {
 	ir_node *n = &c->g->nodes[k];
 	if (n->op != OP_add || n->n_in != 2 || c->g->values[n->out[0]].dtype != AIR_F32)
 		return false;
 	for (int side = 0; side < 2; side++) {
 		c->n_members = 0;
-		ir_node *a = single(c, n->in[side], OP_mul), *b = a ? single(c, n->in[1 - side], OP_mul) : NULL;
+		ir_node *a = pass_pattern_take(c, n->in[side], OP_mul), *b = a ? pass_pattern_take(c, n->in[1 - side], OP_mul) : NULL;
 		if (!b)
 			continue;
 		int mark = c->n_members;
@@ -108,10 +86,7 @@ static bool match(rope_ctx *c, int k)
 				air_value *in = same ? malloc(sizeof *in * 3) : NULL;
 				if (!in) /* cos or sin would broadcast x itself (or no memory): left as it is */
 					continue;
-				for (int m = 0; m < c->n_members; m++) {
-					c->dead[c->members[m]] = 1;
-					c->g->values[c->g->nodes[c->members[m]].out[0]].kind = IR_DEAD;
-				}
+				pass_pattern_kill(c);
 				in[0] = x;
 				in[1] = cos;
 				in[2] = sin;
@@ -128,23 +103,14 @@ static bool match(rope_ctx *c, int k)
 air_status pass_fuse_rope(air_graph *g, const pass_options *po, pass_log *log)
 {
 	(void)po;
-	rope_ctx c;
-	memset(&c, 0, sizeof c);
-	c.g = g;
-	c.uses = ir_count_uses(g);
-	c.dead = calloc((size_t)g->n_nodes + 1, 1);
-	if (!c.uses || !c.dead) {
-		free(c.uses);
-		free(c.dead);
-		return air_error(AIR_OUT_OF_MEMORY, "fuse_rope: no memory");
-	}
+	pass_pattern c;
+	AIR_TRY(pass_pattern_init(&c, g, "fuse_rope"));
 	int made = 0;
 	for (int k = 0; k < g->n_nodes; k++)
 		if (!c.dead[k] && match(&c, k))
 			made++;
 	pass_compact(g, c.dead);
-	free(c.uses);
-	free(c.dead);
+	pass_pattern_free(&c);
 	pass_logf(log, "fuse_rope: %d rotary embedding(s) written out in ops made one op\n", made);
 	return AIR_OK;
 }

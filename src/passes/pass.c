@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "ops/op.h"
 
 int pass_attr_index(int op, const char *name)
@@ -91,4 +92,45 @@ bool pass_f32_scalar(const air_graph *g, air_value v, float *out)
 			return false;
 	memcpy(out, ir_constant_data(g, v), sizeof *out);
 	return true;
+}
+
+air_status pass_pattern_init(pass_pattern *p, air_graph *g, const char *pass)
+{
+	memset(p, 0, sizeof *p);
+	p->g = g;
+	p->uses = ir_count_uses(g);
+	p->dead = calloc((size_t)g->n_nodes + 1, 1);
+	if (!p->uses || !p->dead) {
+		pass_pattern_free(p);
+		return air_error(AIR_OUT_OF_MEMORY, "%s: no memory", pass);
+	}
+	return AIR_OK;
+}
+
+void pass_pattern_free(pass_pattern *p)
+{
+	free(p->uses);
+	free(p->dead);
+	p->uses = NULL;
+	p->dead = NULL;
+}
+
+ir_node *pass_pattern_take(pass_pattern *p, air_value v, int op)
+{
+	const ir_value *x = &p->g->values[v];
+	if (x->kind != IR_NODE_OUTPUT || x->dtype != AIR_F32 || p->uses[v] != 1 || p->dead[x->index])
+		return NULL;
+	ir_node *n = &p->g->nodes[x->index];
+	if (n->op != op || n->n_out != 1 || p->n_members == PASS_PATTERN_MAX)
+		return NULL;
+	p->members[p->n_members++] = x->index;
+	return n;
+}
+
+void pass_pattern_kill(pass_pattern *p)
+{
+	for (int m = 0; m < p->n_members; m++) {
+		p->dead[p->members[m]] = 1;
+		p->g->values[p->g->nodes[p->members[m]].out[0]].kind = IR_DEAD;
+	}
 }

@@ -48,4 +48,26 @@ int pass_attr_index(int op, const char *name);
  * caller sets inputs and the attributes it means). */
 void pass_set_op(ir_node *n, int op);
 
+/* A pattern of single-use f32 nodes matched from its last node back
+ * (fuse_activation, fuse_rms_norm, fuse_rope): the nodes it has taken, to
+ * kill when the whole pattern matches. A matcher that tries one way and
+ * then another sets n_members back to what it was before the first. */
+enum { PASS_PATTERN_MAX = 8 };
+typedef struct pass_pattern {
+	air_graph *g;
+	int *uses;  /* ir_count_uses(g) */
+	char *dead; /* per node */
+	int members[PASS_PATTERN_MAX];
+	int n_members;
+} pass_pattern;
+
+air_status pass_pattern_init(pass_pattern *p, air_graph *g, const char *pass);
+void pass_pattern_free(pass_pattern *p);
+/* The node producing v if it is op, f32, live, and v is its only use and
+ * an output of nothing else (the node joins the pattern); else NULL. */
+ir_node *pass_pattern_take(pass_pattern *p, air_value v, int op);
+/* Marks the pattern's nodes dead and their outputs IR_DEAD (the caller
+ * then rewrites the last node; pass_compact removes the dead ones). */
+void pass_pattern_kill(pass_pattern *p);
+
 #endif
