@@ -8,6 +8,11 @@
  * seven ops, five of them copies of x's size; rope reads x, cos and sin
  * once (kernels/ref/rope.h).
  *
+ * On a head split (x = permute(y, (0, 2, 1, 3)), read by nothing else,
+ * with cos and sin [B or 1, 1, L, E], as LLaMA's q and k are) the rope runs
+ * on y instead (attr bshd) and the permute after it, where attention_views,
+ * the next pass, folds it into sdpa: the split's copy goes.
+ *
  * Products and the sum in either operand order; every intermediate used
  * once; the slices on the last dim, step 1, splitting it in halves; cos
  * and sin of x's rank and last dim (broadcast over the others); f32.
@@ -61,6 +66,64 @@ static bool is_table(const air_graph *g, air_value t, air_value x)
 	return true;
 }
 
+/* When x is the head split permute(y, (0, 2, 1, 3)) of y [B, L, H, E],
+ * read by nothing but the pattern, and cos and sin are [B or 1, 1, L, E]:
+ * the rope runs on y (bshd) in the slot of the pattern's last member, and
+ * node k becomes the permute of its result, which attention_views (next)
+ * folds into sdpa; the split's copy goes. in: x, cos, sin (taken over on
+ * success). */
+static bool heads_first(pass_pattern *c, int k, air_value *in)
+{
+	air_graph *g = c->g;
+	const ir_value *xv = &g->values[in[0]];
+	int p = xv->kind == IR_NODE_OUTPUT ? xv->index : -1;
+	if (p < 0 || g->nodes[p].op != OP_permute || xv->rank != 4 || c->uses[in[0]] != 3)
+		return false;
+	const ir_attr *perm = &g->nodes[p].attrs[0];
+	static const int64_t swap12[4] = {0, 2, 1, 3};
+	for (int d = 0; d < 4; d++)
+		if (perm->n != 4 || perm->ints[d] != swap12[d])
+			return false;
+	for (int i = 1; i < 3; i++)
+		if (g->values[in[i]].rank != 4 || g->values[in[i]].dims[1] != 1)
+			return false;
+	for (int i = 0; i < g->n_outputs; i++)
+		if (g->outputs[i] == in[0])
+			return false;
+	/* the slot: the last member (after x, cos and sin are made, before k) */
+	int slot = -1;
+	for (int m = 0; m < c->n_members; m++)
+		slot = c->members[m] > slot ? c->members[m] : slot;
+	air_value y = g->nodes[p].in[0], r;
+	const ir_value *yv = &g->values[y];
+	air_dim dims[4] = {yv->dims[0], yv->dims[1], yv->dims[2], yv->dims[3]};
+	if (slot < 0 || ir_add_value(g, AIR_F32, 4, dims, IR_NODE_OUTPUT, slot, &r) != AIR_OK)
+		return false;
+	ir_node *sn = &g->nodes[slot], *pn = &g->nodes[p], *n = &g->nodes[k];
+	/* the slot's node: rope(y, cos, sin) -> r */
+	in[0] = y;
+	pass_set_op(sn, OP_rope);
+	free(sn->in);
+	sn->in = in;
+	sn->n_in = 3;
+	sn->out[0] = r;
+	sn->n_out = 1;
+	sn->attrs[0].i = 1;
+	sn->attrs[0].set = true;
+	c->dead[slot] = 0;
+	/* node k: permute(r) -> its own output, the split's permutation */
+	n->in[0] = r;
+	n->n_in = 1;
+	pass_set_op(n, OP_permute);
+	n->attrs[0] = pn->attrs[0];
+	pn->attrs[0].ints = NULL; /* moved to n */
+	pn->attrs[0].n = 0;
+	/* the split's permute: nothing reads it now */
+	c->dead[p] = 1;
+	g->values[pn->out[0]].kind = IR_DEAD;
+	return true;
+}
+
 /* Node k as the final sum; on a match it becomes rope(x, cos, sin). */
 static bool match(pass_pattern *c, int k)
 {
@@ -69,7 +132,8 @@ static bool match(pass_pattern *c, int k)
 		return false;
 	for (int side = 0; side < 2; side++) {
 		c->n_members = 0;
-		ir_node *a = pass_pattern_take(c, n->in[side], OP_mul), *b = a ? pass_pattern_take(c, n->in[1 - side], OP_mul) : NULL;
+		ir_node *a = pass_pattern_take(c, n->in[side], OP_mul);
+		ir_node *b = a ? pass_pattern_take(c, n->in[1 - side], OP_mul) : NULL;
 		if (!b)
 			continue;
 		int mark = c->n_members;
@@ -90,6 +154,8 @@ static bool match(pass_pattern *c, int k)
 				in[0] = x;
 				in[1] = cos;
 				in[2] = sin;
+				if (heads_first(c, k, in)) /* n is now the permute */
+					return true;
 				pass_set_op(n, OP_rope);
 				free(n->in);
 				n->in = in;

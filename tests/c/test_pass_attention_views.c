@@ -20,6 +20,7 @@ enum {
 	HEADS_SLICED, /* GPT-2: one projection, sliced along its last dim */
 	HEADS_QKV,   /* ViT: [B, L, 3, H, E] permuted to [3, B, H, L, E], sliced */
 	HEADS_GQA,   /* LLaMA: one k/v head repeated (repeat_kv) for H query heads; k scaled first (RoPE's place) */
+	HEADS_ROPE,  /* LLaMA: q and k rotated (rotate_half, cos/sin [1, 1, L, E]) after the split */
 };
 
 enum {
@@ -80,6 +81,16 @@ static air_value one_head_repeated(air_graph *g, air_value x, int scaled)
 	return reshape(g, e, 4, dh);
 }
 
+/* x * cos + cat(-x[..., E/2:], x[..., :E/2]) * sin, as LLaMA writes it */
+static air_value rotated(air_graph *g, air_value x, air_value cos, air_value sin)
+{
+	air_value hi = slice(g, x, -1, E / 2, E), lo = slice(g, x, -1, 0, E / 2);
+	air_value parts[2] = {node(g, "neg", &hi, 1, NULL, 0), lo};
+	air_attr ca[1] = {iattr("axis", -1)};
+	air_value rot = node(g, "cat", parts, 2, ca, 1);
+	return binary(g, "add", binary(g, "mul", x, cos), binary(g, "mul", rot, sin));
+}
+
 static air_graph *build(int heads, int flags, int causal)
 {
 	air_graph *g;
@@ -96,6 +107,12 @@ static air_graph *build(int heads, int flags, int causal)
 		q = split_heads(g, slice(g, p, 2, 0, D));
 		k = split_heads(g, slice(g, p, 2, D, 2 * D));
 		v = split_heads(g, slice(g, p, -1, 2 * D, 3 * D));
+	} else if (heads == HEADS_ROPE) {
+		const int64_t td[4] = {1, 1, L, E};
+		air_value cos = constant(g, 4, td, -1, 1), sin = constant(g, 4, td, -1, 1);
+		q = rotated(g, split_heads(g, linear(g, x, D, D)), cos, sin);
+		k = rotated(g, split_heads(g, linear(g, x, D, D)), cos, sin);
+		v = split_heads(g, linear(g, x, D, D));
 	} else if (heads == HEADS_GQA) {
 		q = split_heads(g, linear(g, x, D, D));
 		k = one_head_repeated(g, linear(g, x, E, D), 1);
@@ -176,7 +193,8 @@ static void check(int heads, int flags, int causal, int want_permutes, int want_
 	CHECK(slices == want_slices);
 	CHECK(expands == 0);
 	/* with the pass off, every permute, slice and expand runs */
-	int base_permutes = heads == HEADS_QKV ? 2 : 4, base_slices = heads == HEADS_EACH || heads == HEADS_GQA ? 0 : 3;
+	int base_permutes = heads == HEADS_QKV ? 2 : 4;
+	int base_slices = heads == HEADS_EACH || heads == HEADS_GQA || heads == HEADS_ROPE ? 0 : 3; /* (rope: fuse_rope) */
 	CHECK(count_steps(off, "expand") == (heads == HEADS_GQA ? 2 : 0));
 	if (flags & N_NOT_A_VIEW)
 		base_permutes++;
@@ -199,6 +217,8 @@ int main(void)
 		check(HEADS_QKV, 0, causal, 0, 0);
 		/* the repeats go; k's permute stays (the scaling reads its copy) */
 		check(HEADS_GQA, 0, causal, 1, 0);
+		/* q's and k's splits move after their rope (fuse_rope) and fold */
+		check(HEADS_ROPE, 0, causal, 0, 0);
 		/* q keeps its first permute (a reshape of its copy is no view of
 		 * the projection); the second folds */
 		check(HEADS_EACH, N_NOT_A_VIEW, causal, 1, 0);

@@ -2,7 +2,8 @@
  * apply_rotary_pos_emb with rotate_half) becomes one rope op, and rope's
  * kernels agree with the ops it replaced: head dims 2 to 130 (AVX2 tails),
  * cos and sin broadcast over batch and heads ([1, 1, S, E]) or not, every
- * operand order. Near misses stay: halves split elsewhere, an intermediate
+ * operand order; on a head split (permute(0, 2, 1, 3)) the rope runs on
+ * the unsplit tensor and the permute after it. Near misses stay: halves split elsewhere, an intermediate
  * that is also an output, cos with another last dim. Against the graph
  * with the pass off, within 1e-6 (an FMA may round once less). */
 #include <math.h>
@@ -17,6 +18,7 @@ enum {
 	F_FULL_TABLE = 2,  /* cos and sin [B, H, S, E], not [1, 1, S, E] */
 	N_OFF_CENTRE = 4,  /* the halves split at h - 1 (not a rotate_half) */
 	N_EXTRA_USE = 8,   /* the cat is also a graph output */
+	F_SPLIT = 16,      /* x is a head split: permute(0, 2, 1, 3) of an input [B, S, H, E] */
 };
 
 static air_value slice(air_graph *g, air_value x, int64_t start, int64_t end)
@@ -36,7 +38,12 @@ static air_graph *build(int64_t E, int flags)
 	CHECK_OK(air_graph_create(&g));
 	const int64_t xd[4] = {B, H, S, E}, td1[4] = {1, 1, S, E};
 	const int64_t *td = flags & F_FULL_TABLE ? xd : td1;
-	air_value x = input(g, "x", 4, xd), cos = input(g, "cos", 4, td), sin = input(g, "sin", 4, td);
+	const int64_t sd[4] = {B, S, H, E}, swap12[4] = {0, 2, 1, 3};
+	air_value x = input(g, "x", 4, flags & F_SPLIT ? sd : xd), cos = input(g, "cos", 4, td), sin = input(g, "sin", 4, td);
+	if (flags & F_SPLIT) {
+		air_attr pa[1] = {ints("perm", swap12, 4)};
+		x = node(g, "permute", &x, 1, pa, 1);
+	}
 	int64_t h = E / 2 - (flags & N_OFF_CENTRE ? 1 : 0);
 	air_value hi = slice(g, x, h, E), lo = slice(g, x, 0, h);
 	air_value neg = node(g, "neg", &hi, 1, NULL, 0);
@@ -74,6 +81,10 @@ static void check(int64_t E, int flags, int want)
 	if (flags & F_FULL_TABLE)
 		for (int i = 1; i < 3; i++)
 			memcpy(dims[i], dims[0], sizeof dims[0]);
+	if (flags & F_SPLIT) {
+		dims[0][1] = S;
+		dims[0][2] = H;
+	}
 	int64_t n_on, n_off;
 	float *y_on = run(on, 3, in, rank, dims, &n_on), *y_off = run(off, 3, in, rank, dims, &n_off);
 	CHECK(n_on == nx && n_off == nx);
@@ -91,6 +102,14 @@ static void check(int64_t E, int flags, int want)
 	CHECK(count_steps(off, "rope") == 0);
 	if (want) /* nothing of the written-out form is left */
 		CHECK(count_steps(on, "slice") + count_steps(on, "cat") + count_steps(on, "neg") == 0);
+	/* a head split moves after the rope (one permute either way here: the
+	 * graph's output is the permuted one) */
+	CHECK(count_steps(on, "permute") == (flags & F_SPLIT ? 1 : 0));
+	if (want && (flags & F_SPLIT) && !(flags & F_FULL_TABLE)) {
+		const char *r = strstr(air_model_report(on), "kernels per step:");
+		const char *rope = r ? strstr(r, " rope ") : NULL, *perm = r ? strstr(r, " permute ") : NULL;
+		CHECK(rope && perm && rope < perm);
+	}
 	free(x);
 	free(c);
 	free(sn);
@@ -124,6 +143,9 @@ int main(void)
 		check(dims[i], F_SWAP, 1);
 		check(dims[i], F_FULL_TABLE, 1);
 		check(dims[i], F_SWAP | F_FULL_TABLE, 1);
+		check(dims[i], F_SPLIT, 1);
+		check(dims[i], F_SPLIT | F_SWAP, 1);
+		check(dims[i], F_SPLIT | F_FULL_TABLE, 1); /* [B, H, S, E] tables: no move */
 	}
 	check(64, N_OFF_CENTRE, 0);
 	check(64, N_EXTRA_USE, 0);

@@ -2,7 +2,9 @@
  * as the written-out ops round them (up to the compiler's contraction into
  * an FMA: one rounding less). Rows of x's last dim; cos and sin reach
  * theirs through broadcast strides (kernels/ref/bcast.h), which keep the
- * last dim contiguous since it is never broadcast. */
+ * last dim contiguous since it is never broadcast. With the bshd attribute
+ * the tables' [B, 1, L, E] is read as [B, L, 1, E] against x's [B, L, H,
+ * E] (ops/fused.c). */
 #include "kernels/ref/rope.h"
 
 #include "core/error.h"
@@ -47,6 +49,19 @@ air_status krope_run(const k_call *call, krope_row_fn row)
 {
 	const k_tensor *out = &call->out[0];
 	const k_tensor *in[3] = {&call->in[0], &call->in[1], &call->in[2]};
+	k_tensor tables[2];
+	if (call->attrs[0].i) {
+		/* bshd: x [B, L, H, E], tables [B or 1, 1, L, E], the same bytes
+		 * as [B or 1, L, 1, E], which broadcast to x */
+		for (int i = 0; i < 2; i++) {
+			tables[i] = *in[1 + i];
+			if (tables[i].rank != 4 || tables[i].dims[1] != 1)
+				return air_error(AIR_SHAPE_MISMATCH, "rope: with bshd, cos and sin must be [B or 1, 1, L, E]");
+			tables[i].dims[1] = tables[i].dims[2];
+			tables[i].dims[2] = 1;
+			in[1 + i] = &tables[i];
+		}
+	}
 	for (int i = 0; i < 3; i++)
 		if (in[i]->dtype != AIR_F32 || in[i]->rank != out->rank ||
 		    in[i]->dims[out->rank - 1] != out->dims[out->rank - 1])
