@@ -58,7 +58,8 @@ static bool is_rotate_half(pass_pattern *c, air_value r, air_value x)
 static bool is_table(const air_graph *g, air_value t, air_value x)
 {
 	const ir_value *tv = &g->values[t], *xv = &g->values[x];
-	if (tv->dtype != AIR_F32 || tv->rank != xv->rank || !ir_dim_equal(g, tv->dims[xv->rank - 1], xv->dims[xv->rank - 1]))
+	if (tv->dtype != AIR_F32 || tv->rank != xv->rank ||
+	    !ir_dim_equal(g, tv->dims[xv->rank - 1], xv->dims[xv->rank - 1]))
 		return false;
 	for (int d = 0; d < xv->rank - 1; d++)
 		if (tv->dims[d] != 1 && !ir_dim_equal(g, tv->dims[d], xv->dims[d]))
