@@ -35,13 +35,30 @@ static void rope_task(void *arg, int64_t t, int thread)
 	int64_t r0 = t * r->rows_per_task, r1 = r0 + r->rows_per_task;
 	if (r1 > r->p.rows)
 		r1 = r->p.rows;
+	/* the first row's offsets from its index, the next ones by stepping the
+	 * outer dims like an odometer: rows are short (a head, 64 floats), and
+	 * kb_row's divisions for each cost about as much as the row */
+	const kb_plan *p = &r->p;
+	int64_t off[3], idx[AIR_MAX_RANK], rest = r0;
+	kb_row(p, r0, off);
+	for (int d = p->rank - 2; d >= 0; d--) {
+		idx[d] = rest % p->dims[d];
+		rest /= p->dims[d];
+	}
 	for (int64_t row = r0; row < r1; row++) {
-		int64_t off[3];
-		kb_row(&r->p, row, off);
 		/* the inner run is whole rows of the last dim (dims coalesce whole) */
-		for (int64_t j = 0; j < r->p.inner; j += r->n)
-			r->row(r->x + off[0] + j, r->c + off[1] + j, r->s + off[2] + j,
-				 r->y + row * r->p.inner + j, r->n);
+		for (int64_t j = 0; j < p->inner; j += r->n)
+			r->row(r->x + off[0] + j, r->c + off[1] + j, r->s + off[2] + j, r->y + row * p->inner + j,
+			       r->n);
+		for (int d = p->rank - 2; d >= 0; d--) {
+			for (int k = 0; k < 3; k++)
+				off[k] += p->strides[k][d];
+			if (++idx[d] < p->dims[d])
+				break;
+			for (int k = 0; k < 3; k++)
+				off[k] -= p->strides[k][d] * p->dims[d];
+			idx[d] = 0;
+		}
 	}
 }
 
