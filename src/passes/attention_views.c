@@ -238,18 +238,11 @@ static air_status set_ints(ir_node *n, int a, const int64_t *ints, int count)
 	return AIR_OK;
 }
 
-static bool is_graph_output(const air_graph *g, air_value v)
-{
-	for (int i = 0; i < g->n_outputs; i++)
-		if (g->outputs[i] == v)
-			return true;
-	return false;
-}
-
-/* The one node that reads v, or -1. */
+/* The one node that reads v, or -1 (uses count graph outputs too: an
+ * output has no reader here). */
 static int only_reader(const av_state *s, air_value v, int after)
 {
-	if (s->uses[v] != 1 || is_graph_output(s->g, v))
+	if (s->uses[v] != 1)
 		return -1;
 	for (int k = after + 1; k < s->g->n_nodes; k++)
 		for (int i = 0; i < s->g->nodes[k].n_in; i++)
@@ -262,7 +255,7 @@ static int only_reader(const av_state *s, air_value v, int after)
 static void kill_unused_back(av_state *s, air_value v)
 {
 	int k = producer(s, v);
-	if (k < 0 || s->dead[k] || s->uses[v] != 0 || is_graph_output(s->g, v) || s->g->nodes[k].n_out != 1)
+	if (k < 0 || s->dead[k] || s->uses[v] != 0 || s->g->nodes[k].n_out != 1)
 		return;
 	ir_node *n = &s->g->nodes[k];
 	s->dead[k] = 1;

@@ -78,6 +78,7 @@ static bool heads_first(pass_pattern *c, int k, air_value *in)
 	air_graph *g = c->g;
 	const ir_value *xv = &g->values[in[0]];
 	int p = xv->kind == IR_NODE_OUTPUT ? xv->index : -1;
+	/* the pattern's three reads of x (a graph output would be a fourth use) */
 	if (p < 0 || g->nodes[p].op != OP_permute || xv->rank != 4 || c->uses[in[0]] != 3)
 		return false;
 	const ir_attr *perm = &g->nodes[p].attrs[0];
@@ -87,9 +88,6 @@ static bool heads_first(pass_pattern *c, int k, air_value *in)
 			return false;
 	for (int i = 1; i < 3; i++)
 		if (g->values[in[i]].rank != 4 || g->values[in[i]].dims[1] != 1)
-			return false;
-	for (int i = 0; i < g->n_outputs; i++)
-		if (g->outputs[i] == in[0])
 			return false;
 	/* the slot: the last member (after x, cos and sin are made, before k) */
 	int slot = -1;

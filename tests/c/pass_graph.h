@@ -5,6 +5,7 @@
 #ifndef AIR_TESTS_PASS_GRAPH_H
 #define AIR_TESTS_PASS_GRAPH_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,17 @@ static inline air_value constant(air_graph *g, int rank, const int64_t *dims, fl
 	air_value v;
 	CHECK_OK(air_graph_add_constant(g, AIR_F32, rank, dims, p, AIR_CONSTANT_BORROW, &v));
 	return v;
+}
+
+/* An f32 scalar constant (0-d), borrowed from memory kept until the end. */
+static inline air_value scalar(air_graph *g, float v)
+{
+	float *p = malloc(sizeof v);
+	*p = v;
+	keep[nkeep++] = p;
+	air_value c;
+	CHECK_OK(air_graph_add_constant(g, AIR_F32, 0, NULL, p, AIR_CONSTANT_BORROW, &c));
+	return c;
 }
 
 static inline air_value input(air_graph *g, const char *name, int rank, const int64_t *dims)
@@ -91,6 +103,18 @@ static inline int steps(const air_model *m)
 {
 	const char *p = m ? strstr(air_model_report(m), "steps: ") : NULL;
 	return p ? atoi(p + 7) : -1;
+}
+
+/* Steps of op ("permute", "rms_norm") in m's report's step list. */
+static inline int count_steps(const air_model *m, const char *op)
+{
+	const char *r = strstr(air_model_report(m), "kernels per step:");
+	int c = 0;
+	char key[32];
+	snprintf(key, sizeof key, " %s ", op);
+	for (const char *p = r ? strstr(r, key) : NULL; p; p = strstr(p + 1, key))
+		c++;
+	return c;
 }
 
 /* Runs m on inputs (f32, dims given per input) and returns output 0. */

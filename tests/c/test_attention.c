@@ -379,6 +379,20 @@ static float *strided_copy(const float *dense, int64_t B, int64_t H, int64_t T, 
 	return buf;
 }
 
+/* An sdpa call over q, k, v (three inputs, no mask) into out. */
+static k_call sdpa_call(const k_attr *attrs, const k_tensor *in, const k_tensor *out, const bool *in_const)
+{
+	k_call call;
+	memset(&call, 0, sizeof call);
+	call.attrs = attrs;
+	call.in = in;
+	call.n_in = 3;
+	call.out = out;
+	call.n_out = 1;
+	call.in_const = in_const;
+	return call;
+}
+
 static int view_cases;
 
 /* One sdpa through views against the same sdpa dense: the reference
@@ -404,14 +418,7 @@ static void run_view_case(int64_t B, int64_t H, int64_t Hkv, int64_t L, int64_t 
 			  tensor(dense[2], AIR_F32, 4, vd)};
 	k_tensor out = tensor(want, AIR_F32, 4, od);
 	bool in_const[3] = {false, false, false};
-	k_call call;
-	memset(&call, 0, sizeof call);
-	call.attrs = attrs;
-	call.in = in;
-	call.n_in = 3;
-	call.out = &out;
-	call.n_out = 1;
-	call.in_const = in_const;
+	k_call call = sdpa_call(attrs, in, &out, in_const);
 	CHECK_OK(run_kernel(&op_get(OP_sdpa)->ref, &call, pool));
 	/* the operands in `which` (bits 0 q, 1 k, 2 v) through views */
 	float *bufs[3] = {NULL, NULL, NULL};
@@ -475,14 +482,7 @@ static void test_bad_views(rt_pool *pool)
 	int64_t ok[KSDPA_VIEW_INTS] = {0, 1, 2, 8, 16, 256, 16, 32};
 	k_attr attrs[KSDPA_NATTRS];
 	bool in_const[3] = {false, false, false};
-	k_call call;
-	memset(&call, 0, sizeof call);
-	call.attrs = attrs;
-	call.in = in;
-	call.n_in = 3;
-	call.out = &out;
-	call.n_out = 1;
-	call.in_const = in_const;
+	k_call call = sdpa_call(attrs, in, &out, in_const);
 	for (int variant = 0; variant < 3; variant++) {
 		memset(attrs, 0, sizeof attrs);
 		attrs[KSDPA_ATTR_Q_VIEW].ints = variant == 0 ? past : ok;

@@ -150,18 +150,6 @@ static air_graph *build(int heads, int flags, int causal)
 	return g;
 }
 
-/* Steps of an op ("permute", "slice") in the report's step list. */
-static int count_steps(const air_model *m, const char *op)
-{
-	const char *r = strstr(air_model_report(m), "kernels per step:");
-	int c = 0;
-	char key[32];
-	snprintf(key, sizeof key, " %s ", op);
-	for (const char *p = r ? strstr(r, key) : NULL; p; p = strstr(p + 1, key))
-		c++;
-	return c;
-}
-
 static void check(int heads, int flags, int causal, int want_permutes, int want_slices)
 {
 	air_graph *g = build(heads, flags, causal);

@@ -10,16 +10,6 @@
 
 #include "pass_graph.h"
 
-static air_value scalar(air_graph *g, float v)
-{
-	float *p = malloc(sizeof v);
-	*p = v;
-	keep[nkeep++] = p;
-	air_value c;
-	CHECK_OK(air_graph_add_constant(g, AIR_F32, 0, NULL, p, AIR_CONSTANT_BORROW, &c));
-	return c;
-}
-
 static air_value unary(air_graph *g, const char *op, air_value a)
 {
 	return node(g, op, &a, 1, NULL, 0);

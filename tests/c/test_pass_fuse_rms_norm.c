@@ -22,16 +22,6 @@ enum {
 	N_WEIGHT_2D = 64,   /* w is [1, n]: the inner part still fuses, w * stays */
 };
 
-static air_value scalar(air_graph *g, float v)
-{
-	float *p = malloc(sizeof v);
-	*p = v;
-	keep[nkeep++] = p;
-	air_value c;
-	CHECK_OK(air_graph_add_constant(g, AIR_F32, 0, NULL, p, AIR_CONSTANT_BORROW, &c));
-	return c;
-}
-
 static air_value ordered(air_graph *g, const char *op, air_value a, air_value b, int swap)
 {
 	return swap ? binary(g, op, b, a) : binary(g, op, a, b);
@@ -66,17 +56,6 @@ static air_graph *build(int flags)
 	air_value outs[2] = {y, var};
 	CHECK_OK(air_graph_set_outputs(g, outs, flags & N_EXTRA_USE ? 2 : 1));
 	return g;
-}
-
-static int count_steps(const air_model *m, const char *op)
-{
-	const char *r = strstr(air_model_report(m), "kernels per step:");
-	int c = 0;
-	char key[32];
-	snprintf(key, sizeof key, " %s ", op);
-	for (const char *p = r ? strstr(r, key) : NULL; p; p = strstr(p + 1, key))
-		c++;
-	return c;
 }
 
 static void check(int flags, int want_norms, int want_muls)

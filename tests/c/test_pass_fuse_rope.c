@@ -57,17 +57,6 @@ static air_graph *build(int64_t E, int flags)
 	return g;
 }
 
-static int count_steps(const air_model *m, const char *op)
-{
-	const char *r = strstr(air_model_report(m), "kernels per step:");
-	int c = 0;
-	char key[32];
-	snprintf(key, sizeof key, " %s ", op);
-	for (const char *p = r ? strstr(r, key) : NULL; p; p = strstr(p + 1, key))
-		c++;
-	return c;
-}
-
 static void check(int64_t E, int flags, int want)
 {
 	air_graph *g = build(E, flags);
