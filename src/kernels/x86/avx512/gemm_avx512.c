@@ -256,8 +256,14 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 	 * set over a packed A still takes 4 steps an iteration: a 2048^3
 	 * product with 2 threads ran 5-8% faster than with one step, 512^3
 	 * 3-6%. Over A read in place, 4 steps lost 3-6% on the NCHW 1x1
-	 * convolutions' products (512x1024 @ 1024x196, 128x256 @ 256x3136) */
-	const int U = S > 1 ? S : PACKED ? 4 : 1;
+	 * convolutions' products (512x1024 @ 1024x196, 128x256 @ 256x3136).
+	 * The streaming variant (PF 2, linear_rows' tiles) takes 4 steps
+	 * over A in place all the same: its per-step prefetch checks cost
+	 * more than the extra pointer steps, and BERT-base's products at 128
+	 * tokens, 40 cold weights, ran 4-10% faster (768x768 0.53-0.59 ->
+	 * 0.50-0.52 ms; 768x3072 2.07-2.09 -> 1.93-2.00 ms; 2 steps lost to
+	 * 4 by 0-4%) */
+	const int U = S > 1 ? S : PACKED || PF == 2 ? 4 : 1;
 	/* (a count and a cursor spilled the in-place A rows' pointers to the
 	 * stack; a base and an end step leave them in registers) */
 	/* B read in place may also be stored, as it is read, into a packed
