@@ -386,6 +386,87 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 /* Accumulator sets for a ROWS x NV tile: enough to keep 8 FMAs in flight. */
 #define KSETS(rows, nv) ((rows) * (nv) >= 8 ? 1 : (rows) * (nv) >= 4 ? 2 : 4)
 
+/* linear_rows' full tiles (12 x 32, A read in place, the B panel streamed
+ * from L2, stored transposed): the loop of tile(MR, 2, 1, 0, 0, 2) with
+ * every pointer it steps kept in a register. tile()'s general form (the
+ * prefetch's mask, shift and end, the segment loop) left GCC short of
+ * registers: it reloaded A's row bases from the stack or from vector
+ * registers for every group of three rows, about 60 extra instructions
+ * per 4 k steps. Here the next tile's lines go out at a pointer stepped
+ * to its end, one or two per 4 k steps, as tile() issues them. */
+static __attribute__((noinline)) void stream_tile_t(int64_t kc, const float *a, int64_t rs_a, const float *b,
+						     float *c, int64_t ldc, int n, const kgemm_tile_ep *ep)
+{
+	__m512 acc[MR][2];
+#pragma GCC unroll 16
+	for (int r = 0; r < MR; r++)
+		acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+	{
+		const int first = ep->flags & KGEMM_TILE_FIRST;
+		const float *pc = first ? ep->res : c;
+		const int64_t ld = first ? ep->ld_res : ldc;
+		if (pc)
+			for (int j = 0; j < n; j++)
+				_mm_prefetch((const char *)(pc + j * ld), _MM_HINT_T0);
+	}
+	const float *a0 = a, *a1 = a + 3 * rs_a, *a2 = a + 6 * rs_a, *a3 = a + 9 * rs_a;
+	const float *const base_end = a + kc;
+	const char *pf = ep->pf, *const pf_end = ep->pf + 64 * (int64_t)(ep->pf_lines > 0 ? ep->pf_lines : 0);
+	const int two = 4 * (int64_t)ep->pf_lines > kc; /* a line every 2 k steps */
+#define STREAM_ROW(r, A, off, u)                                                              \
+	do {                                                                                  \
+		const __m512 ar = _mm512_set1_ps((A)[(off) + (u)]);                           \
+		acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);                               \
+		acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);                               \
+	} while (0)
+#define STREAM_STEP(u)                                                                        \
+	do {                                                                                  \
+		_mm_prefetch((const char *)(b + ((u) + BPF_ROWS) * NR), _MM_HINT_T0);         \
+		_mm_prefetch((const char *)(b + ((u) + BPF_ROWS) * NR + 16), _MM_HINT_T0);    \
+		const __m512 b0 = _mm512_loadu_ps(b + (u) * NR), b1 = _mm512_loadu_ps(b + (u) * NR + 16); \
+		STREAM_ROW(0, a0, 0, u);                                                      \
+		STREAM_ROW(1, a0, rs_a, u);                                                   \
+		STREAM_ROW(2, a0, 2 * rs_a, u);                                               \
+		STREAM_ROW(3, a1, 0, u);                                                      \
+		STREAM_ROW(4, a1, rs_a, u);                                                   \
+		STREAM_ROW(5, a1, 2 * rs_a, u);                                               \
+		STREAM_ROW(6, a2, 0, u);                                                      \
+		STREAM_ROW(7, a2, rs_a, u);                                                   \
+		STREAM_ROW(8, a2, 2 * rs_a, u);                                               \
+		STREAM_ROW(9, a3, 0, u);                                                      \
+		STREAM_ROW(10, a3, rs_a, u);                                                  \
+		STREAM_ROW(11, a3, 2 * rs_a, u);                                              \
+	} while (0)
+	while (a0 + 4 <= base_end) {
+		if (pf < pf_end) {
+			_mm_prefetch(pf, _MM_HINT_T1);
+			pf += 64;
+		}
+		STREAM_STEP(0);
+		STREAM_STEP(1);
+		if (two && pf < pf_end) {
+			_mm_prefetch(pf, _MM_HINT_T1);
+			pf += 64;
+		}
+		STREAM_STEP(2);
+		STREAM_STEP(3);
+		a0 += 4, a1 += 4, a2 += 4, a3 += 4;
+		b += 4 * NR;
+	}
+	while (a0 < base_end) {
+		STREAM_STEP(0);
+		a0++, a1++, a2++, a3++;
+		b += NR;
+	}
+#undef STREAM_STEP
+#undef STREAM_ROW
+	__m512 out[MAXR][MAXV];
+#pragma GCC unroll 16
+	for (int r = 0; r < MR; r++)
+		out[r][0] = acc[r][0], out[r][1] = acc[r][1];
+	store_tile_t(MR, 2, (const __m512(*)[MAXV])out, c, ldc, n, ep);
+}
+
 /* The variants for one row count R, by vectors of columns used (n <= 16:
  * one), with B read whole from a panel (BM 0) or masked in place (BM 1). */
 #define TILE_ROWS(R, BM, PK, LDB)                                                                      \
@@ -418,7 +499,10 @@ void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64
 {
 	const int64_t nseg = 1, seg_stride = 0;
 	if (m == MR && n > 16 && cs_a == 1 && (ep->flags & KGEMM_TILE_STREAM_B)) {
-		tile(MR, 2, 1, 0, 0, 2, kc, 1, 0, a, rs_a, b, NR, c, ldc, n, ep);
+		if (ep->flags & KGEMM_TILE_STORE_T)
+			stream_tile_t(kc, a, rs_a, b, c, ldc, n, ep);
+		else
+			tile(MR, 2, 1, 0, 0, 2, kc, 1, 0, a, rs_a, b, NR, c, ldc, n, ep);
 		return;
 	}
 	if (ep->flags & KGEMM_TILE_STORE_T) {
