@@ -278,10 +278,7 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 		const int first = ep->flags & KGEMM_TILE_FIRST;
 		const float *pc = first ? ep->res : c;
 		int64_t ld = first ? ep->ld_res : ldc;
-		if (pc && PF == 2 && (ep->flags & KGEMM_TILE_STORE_T)) {
-			for (int j = 0; j < n; j++)
-				_mm_prefetch((const char *)(pc + j * ld), _MM_HINT_T0);
-		} else if (pc) {
+		if (pc) {
 #pragma GCC unroll 16
 			for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 4
@@ -294,12 +291,11 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 	 * product with 2 threads ran 5-8% faster than with one step, 512^3
 	 * 3-6%. Over A read in place, 4 steps lost 3-6% on the NCHW 1x1
 	 * convolutions' products (512x1024 @ 1024x196, 128x256 @ 256x3136).
-	 * The streaming variant (PF 2, linear_rows' tiles) takes 4 steps
-	 * over A in place all the same: its per-step prefetch checks cost
-	 * more than the extra pointer steps, and BERT-base's products at 128
-	 * tokens, 40 cold weights, ran 4-10% faster (768x768 0.53-0.59 ->
-	 * 0.50-0.52 ms; 768x3072 2.07-2.09 -> 1.93-2.00 ms; 2 steps lost to
-	 * 4 by 0-4%) */
+	 * The streaming variant (PF 2) takes 4 steps over A in place all the
+	 * same: its per-step prefetch checks cost more than the extra
+	 * pointer steps (BERT-base's products at 128 tokens, 40 cold weights,
+	 * ran 4-10% faster; 2 steps lost to 4 by 0-4%). linear_rows'
+	 * transposed tiles now run inplace_sums instead (below). */
 	const int U = S > 1 ? S : PACKED || PF == 2 ? 4 : 1;
 	/* (a count and a cursor spilled the in-place A rows' pointers to the
 	 * stack; a base and an end step leave them in registers) */
@@ -378,17 +374,6 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 			for (int v = 0; v < NV; v++)
 				acc[0][r][v] = _mm512_add_ps(acc[0][r][v], acc[s][r][v]);
 
-	/* (only the streaming variant, linear_rows' full tiles, is built with it) */
-	if (PF == 2 && (ep->flags & KGEMM_TILE_STORE_T)) {
-		__m512 out[MAXR][MAXV];
-#pragma GCC unroll 16
-		for (int r = 0; r < ROWS; r++)
-#pragma GCC unroll 4
-			for (int v = 0; v < NV; v++)
-				out[r][v] = acc[0][r][v];
-		store_tile_t(ROWS, NV, (const __m512(*)[MAXV])out, c, ldc, n, ep);
-		return;
-	}
 	store_tile(ROWS, NV, acc[0], mask, c, ldc, n, ep);
 }
 
