@@ -253,6 +253,31 @@ AIR_INLINE void store_tile(const int ROWS, const int NV, __m512 (*acc)[MAXV], co
 		act_tile(c, ldc, ROWS, n, act);
 }
 
+/* What a tile's epilogue reads from memory: on the first K block the
+ * residual (or NULL), after it the old C; *ld gets its row stride. */
+AIR_INLINE const float *epilogue_src(const kgemm_tile_ep *ep, const float *c, int64_t ldc, int64_t *ld)
+{
+	const int first = ep->flags & KGEMM_TILE_FIRST;
+	*ld = first ? ep->ld_res : ldc;
+	return first ? ep->res : c;
+}
+
+/* That memory is read once the sums are done; start it coming: ROWS rows
+ * of NV vectors, row-major. */
+AIR_INLINE void prefetch_epilogue_rows(const int ROWS, const int NV, const float *c, int64_t ldc,
+				       const kgemm_tile_ep *ep)
+{
+	int64_t ld;
+	const float *pc = epilogue_src(ep, c, ldc, &ld);
+	if (!pc)
+		return;
+#pragma GCC unroll 16
+	for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++)
+			_mm_prefetch((const char *)(pc + r * ld + v * 16), _MM_HINT_T0);
+}
+
 /* One tile: ROWS rows (<= MR) x NV vectors of 16 columns, S accumulator
  * sets; B row p at b + p * ldb (BMASK: B read in place, masked to n); PF:
  * issues ep->pf's lines (gemm_internal.h), one every 4 k steps, and PF 2
@@ -273,19 +298,7 @@ AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK,
 #pragma GCC unroll 4
 			for (int v = 0; v < NV; v++)
 				acc[s][r][v] = _mm512_setzero_ps();
-	/* C (or the residual) is read once the sums are done; start it coming */
-	{
-		const int first = ep->flags & KGEMM_TILE_FIRST;
-		const float *pc = first ? ep->res : c;
-		int64_t ld = first ? ep->ld_res : ldc;
-		if (pc) {
-#pragma GCC unroll 16
-			for (int r = 0; r < ROWS; r++)
-#pragma GCC unroll 4
-				for (int v = 0; v < NV; v++)
-					_mm_prefetch((const char *)(pc + r * ld + v * 16), _MM_HINT_T0);
-		}
-	}
+	prefetch_epilogue_rows(ROWS, NV, c, ldc, ep);
 	/* U k steps per iteration; with S sets, step u adds into set u. One
 	 * set over a packed A still takes 4 steps an iteration: a 2048^3
 	 * product with 2 threads ran 5-8% faster than with one step, 512^3
@@ -462,14 +475,11 @@ static __attribute__((noinline)) void stream_tile_t(int64_t kc, const float *a, 
 						     float *c, int64_t ldc, int n, const kgemm_tile_ep *ep)
 {
 	__m512 acc[MAXR][MAXV];
-	{
-		const int first = ep->flags & KGEMM_TILE_FIRST;
-		const float *pc = first ? ep->res : c;
-		const int64_t ld = first ? ep->ld_res : ldc;
-		if (pc)
-			for (int j = 0; j < n; j++)
-				_mm_prefetch((const char *)(pc + j * ld), _MM_HINT_T0);
-	}
+	int64_t ld;
+	const float *pc = epilogue_src(ep, c, ldc, &ld);
+	if (pc) /* stored transposed: n rows of MR floats */
+		for (int j = 0; j < n; j++)
+			_mm_prefetch((const char *)(pc + j * ld), _MM_HINT_T0);
 	inplace_sums(1, kc, a, rs_a, b, ep, acc);
 	store_tile_t(MR, 2, (const __m512(*)[MAXV])acc, c, ldc, n, ep);
 }
@@ -492,17 +502,7 @@ static __attribute__((noinline)) void inplace_tile_pf(int64_t kc, const float *a
 						       float *c, int64_t ldc, int n, const kgemm_tile_ep *ep)
 {
 	__m512 acc[MAXR][MAXV];
-	{
-		const int first = ep->flags & KGEMM_TILE_FIRST;
-		const float *pc = first ? ep->res : c;
-		const int64_t ld = first ? ep->ld_res : ldc;
-		if (pc)
-#pragma GCC unroll 16
-			for (int r = 0; r < MR; r++) {
-				_mm_prefetch((const char *)(pc + r * ld), _MM_HINT_T0);
-				_mm_prefetch((const char *)(pc + r * ld + 16), _MM_HINT_T0);
-			}
-	}
+	prefetch_epilogue_rows(MR, 2, c, ldc, ep);
 	inplace_sums(0, kc, a, rs_a, b, ep, acc);
 	store_tile_12x32(acc, c, ldc, n, ep);
 }
