@@ -72,6 +72,9 @@ class CompileReport:
     rebuild_calls: list[int] = field(default_factory=list)  # the calls (1-based) that rebuilt subgraphs
     rebuilt_subgraphs: int = 0
     tensor_sets: int = 1  # sets of frozen tensors compiled for (model instances that called the graph)
+    # an inference graph called without aot_autograd's runtime wrapper
+    # (backend._direct_call), which had nothing to do for it
+    direct_call: bool = False
 
     @property
     def rebuilds(self) -> int:
