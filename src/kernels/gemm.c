@@ -91,7 +91,8 @@ static const kgemm_ukernel_desc kgemm_ukernels[] = {
 	{.name = "avx512_12x32", .isa = KCPU_AVX512, .mr = 12, .nr = 32, .fn = kgemm_ukernel_12x32__avx512,
 	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_12x32_strided__avx512,
 	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4, .seg = kgemm_ukernel_12x32_seg__avx512,
-	 .tile_prefetch = 1, .strided_packs_b = 1, .pack_a = kgemm_pack_a_12__avx512, .store_t = 1},
+	 .tile_prefetch = 1, .strided_packs_b = 1, .pack_a = kgemm_pack_a_12__avx512, .store_t = 1,
+	 .pack_a_t = kgemm_pack_a_t_12__avx512},
 	{.name = "avx2_6x16", .isa = KCPU_AVX2, .mr = 6, .nr = 16, .fn = kgemm_ukernel_6x16__avx2,
 	 .kc = KGEMM_KC_AVX2, .mc = KGEMM_MC, .nc = KGEMM_NC, .seg = kgemm_ukernel_6x16_seg__avx2,
 	 .strided = kgemm_ukernel_6x16_strided__avx2},
@@ -203,6 +204,10 @@ static void kgemm_pack_a(const kgemm_ukernel_desc *uk, int64_t m, int64_t k, con
 	const int mr = uk->mr;
 	if (cs == 1 && uk->pack_a) {
 		uk->pack_a(m, k, A, rs, dst);
+		return;
+	}
+	if (rs == 1 && uk->pack_a_t) {
+		uk->pack_a_t(m, k, A, cs, dst);
 		return;
 	}
 	for (int64_t i0 = 0; i0 < m; i0 += mr) {

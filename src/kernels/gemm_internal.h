@@ -84,8 +84,10 @@ typedef void (*kgemm_dot_fn)(int64_t K, const float *a, int64_t lda, const float
 typedef void (*kgemm_ukernel_seg_fn)(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
 				     const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 
-/* Row-major A (m x k, rows lda apart) into panels of the kernel's mr rows,
- * as the driver's generic packing lays them out (gemm.c, kgemm_pack_a). */
+/* A (m x k) into panels of the kernel's mr rows, as the driver's generic
+ * packing lays them out (gemm.c, kgemm_pack_a): row-major A (rows lda
+ * apart) for pack_a, column-major A (columns lda apart: a transposed
+ * operand, as a weight gradient's x^T) for pack_a_t. */
 typedef void (*kgemm_pack_a_fn)(int64_t m, int64_t k, const float *A, int64_t lda, float *dst);
 
 typedef struct kgemm_ukernel_desc {
@@ -109,6 +111,9 @@ typedef struct kgemm_ukernel_desc {
 	/* optional fast packing of row-major A; with it, the driver packs A
 	 * for tasks wide enough to repay it (gemm.c, kgemm_reads_a_in_place) */
 	kgemm_pack_a_fn pack_a;
+	/* optional fast packing of column-major A (else one memcpy of mr
+	 * floats per k step) */
+	kgemm_pack_a_fn pack_a_t;
 } kgemm_ukernel_desc;
 
 /* The micro-kernel chosen for this CPU (what kgemm_f32 uses), for kernels
@@ -154,6 +159,7 @@ void kgemm_ukernel_12x32_strided__avx512(int64_t kc, const float *a, int64_t rs_
 					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
 					 const kgemm_tile_ep *ep);
 void kgemm_pack_a_12__avx512(int64_t m, int64_t k, const float *A, int64_t lda, float *dst);
+void kgemm_pack_a_t_12__avx512(int64_t m, int64_t k, const float *A, int64_t lda, float *dst);
 void kgemm_dot_4x4__avx512(int64_t K, const float *a, int64_t lda, const float *bt, int64_t ldbt, float *c,
 			   int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 #endif
