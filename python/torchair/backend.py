@@ -121,41 +121,49 @@ def _map_to_aot(
 class _Direct:
     """Left by the inference compiler for _backend: the compiled graph's
     forward (and its report), when aot_autograd's runtime wrapper around it
-    has nothing to do."""
+    has nothing to do but mark outputs' dynamic dims (marks: output index,
+    dims)."""
 
     forward: Callable[..., Any] | None = None
     report: CompileReport | None = None
+    marks: list[tuple[int, set[int]]] = []
 
 
-def _wrapper_is_noop(gm: GraphModule, example_inputs: list[Any], n_dynamo: int) -> bool:
+def _direct_marks(gm: GraphModule, example_inputs: list[Any], n_dynamo: int) -> list[tuple[int, set[int]]] | None:
     """Whether aot_autograd's runtime wrapper around this inference graph
     would only pass the arguments through and the outputs back: dynamo's
     inputs are the graph's placeholders one for one (no effect tokens,
-    merged duplicates or synthetic bases), no input is
-    mutated outside the graph, no output aliases an input or another
-    output, no output is marked dynamic, autocast is off and grad mode
-    stays as it is. Anything else (or metadata this torch does not have)
-    keeps the wrapper."""
+    merged duplicates or synthetic bases), no input is mutated outside the
+    graph, no output aliases an input or another output, autocast is off
+    and grad mode stays as it is. Then the dims the wrapper marks dynamic on
+    each output (symbolic shapes: dynamo reads the marks when it traces
+    what follows a graph break), [] for none; else (or with metadata this
+    torch does not have) None, and the wrapper stays."""
     from torch._guards import TracingContext
 
     ctx = TracingContext.try_get()
     meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     try:
-        return (
+        simple = (
             meta is not None
             and len(placeholders) == n_dynamo == len(example_inputs) == len(meta.input_info)
             and meta.num_mutated_inp_runtime_indices == 0
             and meta.num_outputs_aliased == 0
             and meta.num_intermediate_bases == 0
-            and not meta.dynamic_outputs
             and meta.grad_enabled_mutation is None
             and not meta.tokens
             and not meta.is_rng_op_functionalized
             and not torch._C._is_any_autocast_enabled()
         )
-    except AttributeError:
-        return False
+        if not simple:
+            return None
+        marks = [(i, set(o.dynamic_dims)) for i, o in enumerate(meta.output_info) if o.dynamic_dims]
+        if marks:
+            from torch._functorch._aot_autograd.runtime_wrappers import mark_dynamo_propagated_dynamic_indices  # noqa: F401
+        return marks
+    except (AttributeError, ImportError):
+        return None
 
 
 def _aten_compiler(
@@ -180,8 +188,9 @@ def _aten_compiler(
         compiled, report = compile_graph(gm, config, kind)
         if recorder is not None:
             recorder.append(report)
-        if direct is not None and _wrapper_is_noop(gm, example_inputs, n_dynamo):
-            direct.forward, direct.report = compiled.forward, report
+        marks = _direct_marks(gm, example_inputs, n_dynamo) if direct is not None else None
+        if direct is not None and marks is not None:
+            direct.forward, direct.report, direct.marks = compiled.forward, report, marks
         return make_boxed_func(compiled.forward)
 
     return compile_aten
@@ -228,29 +237,41 @@ def _backend(gm: GraphModule, example_inputs: list[Any], config: CompilerConfig,
         return wrapped
     assert direct.report is not None
     direct.report.direct_call = True
-    return _direct_call(direct.forward, wrapped)
+    return _direct_call(direct.forward, wrapped, direct.marks)
 
 
-def _direct_call(forward: Callable[..., Any], wrapped: Callable[..., Any]) -> Callable[..., Any]:
+def _direct_call(
+    forward: Callable[..., Any], wrapped: Callable[..., Any], marks: list[tuple[int, set[int]]]
+) -> Callable[..., Any]:
     """The compiled inference graph called without aot_autograd's runtime
-    wrapper, which _wrapper_is_noop found would only pass values through:
-    its Python layers cost 7-33 us a call once the graph's own work has
-    evicted them from the caches (interleaved with eager: a 512^3 matmul
-    0.935 -> 0.902 ms, 128 x 768 @ 768 x 768 0.564 -> 0.532, 256^3 0.154 ->
-    0.147, ResNet-50's fc at batch 1 0.240 -> 0.226). Grad mode is off during the call, as the
-    wrapper has it. The first call still goes through the wrapper, whose
-    first run checks custom ops' aliasing. (Dynamo wraps what a backend
-    returns in torch._dynamo.disable itself.)"""
+    wrapper, which _direct_marks found would only pass values through (and
+    mark outputs' dynamic dims, done here the way the wrapper does): its
+    Python layers cost 7-33 us a call once the graph's own work has evicted
+    them from the caches (interleaved with eager: a 512^3 matmul 0.935 ->
+    0.902 ms, 128 x 768 @ 768 x 768 0.564 -> 0.532, 256^3 0.154 -> 0.147,
+    ResNet-50's fc at batch 1 0.240 -> 0.226). Grad mode is off during the
+    call, as the wrapper has it. The first call still goes through the
+    wrapper, whose first run checks custom ops' aliasing. (Dynamo wraps what
+    a backend returns in torch._dynamo.disable itself.)"""
     first = [True]
+    if marks:
+        from torch._functorch._aot_autograd.runtime_wrappers import mark_dynamo_propagated_dynamic_indices as mark
+
+    def run(args: tuple[Any, ...]) -> Any:
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                outs = forward(*args)
+        else:
+            outs = forward(*args)
+        for i, dims in marks:
+            mark(outs[i], dims)
+        return outs
 
     def call(*args: Any) -> Any:
         if first[0]:
             first[0] = False
             return wrapped(*args)
-        if torch.is_grad_enabled():
-            with torch.no_grad():
-                return forward(*args)
-        return forward(*args)
+        return run(args)
 
     return call
 

@@ -179,3 +179,54 @@ def test_a_changed_weight_still_rebuilds_on_the_direct_path():
         got = c(x)
     assert _direct(reports) == [True] and reports[0].rebuilds == 1
     torch.testing.assert_close(got, m(x))
+
+
+def _wrapper_only(monkeypatch) -> list:
+    """Makes _backend keep aot_autograd's wrapper; returns the marks it was offered."""
+    import torchair.backend
+
+    offered: list = []
+
+    def keep_wrapper(forward, wrapped, marks):
+        offered.append(marks)
+        return wrapped
+
+    monkeypatch.setattr(torchair.backend, "_direct_call", keep_wrapper)
+    return offered
+
+
+def test_dynamic_shapes_are_direct_and_mark_outputs_as_the_wrapper_does(monkeypatch):
+    m = nn.Sequential(nn.Linear(16, 8), nn.GELU()).eval()
+    c, reports = compile_recording(m, dynamic=True)
+    marks = {}
+    with torch.no_grad():
+        for n in (3, 5, 7, 5):
+            x = torch.randn(n, 16)
+            y = c(x)
+            torch.testing.assert_close(y, m(x))
+            marks[n] = getattr(y, "_dynamo_propagated_dynamic_indices", None)
+    assert _direct(reports) == [True]
+    assert marks[7] == {0}  # the batch dim, which dynamo traced as a symbol
+
+    torch._dynamo.reset()
+    offered = _wrapper_only(monkeypatch)
+    c2, _ = compile_recording(m, dynamic=True)
+    with torch.no_grad():
+        for n in (3, 5, 7):
+            y2 = c2(torch.randn(n, 16))
+    assert offered == [[(0, {0})]]
+    assert getattr(y2, "_dynamo_propagated_dynamic_indices", None) == marks[7]
+
+
+def test_dynamic_shapes_through_a_graph_break():
+    def f(x):
+        y = torch.relu(x @ x.t())
+        print("", end="")  # the second graph traces y, whose dims the first marked
+        return y.sum(0) * 2
+
+    c, reports = compile_recording(f, dynamic=True)
+    with torch.no_grad():
+        for n in (3, 6, 9, 6):
+            x = torch.randn(n, 4)
+            torch.testing.assert_close(c(x), f(x))
+    assert len(reports) == 2 and all(_direct(reports))
