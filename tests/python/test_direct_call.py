@@ -13,11 +13,7 @@ from torch import nn
 from _compile import compile_recording
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 class Linear(nn.Module):

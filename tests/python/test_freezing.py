@@ -23,11 +23,7 @@ import torchair.frozen
 from _compile import compile_recording, recording_backend
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 class ConvNet(nn.Module):

@@ -17,11 +17,7 @@ import torchair
 from torchair.report import has_graphviz, write_graphs
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 class _Basic(torch.nn.Module):

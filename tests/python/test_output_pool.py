@@ -22,11 +22,7 @@ POOL_MAX_BLOCKS = 256
 POOL_MAX_BYTES = 1 << 30
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _conv() -> torch.nn.Module:

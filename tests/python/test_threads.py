@@ -16,11 +16,7 @@ THREADS = 4
 CALLS = 50
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 class Net(torch.nn.Module):

@@ -11,11 +11,7 @@ import torch
 from _compile import compile_recording
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _backward_ops(reports) -> list[str]:

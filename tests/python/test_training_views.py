@@ -12,11 +12,7 @@ from _compile import compile_recording
 from torchair.compiler import EAGER_VIEW_REASON
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 class Mlp(torch.nn.Module):
