@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -118,6 +119,7 @@ def _map_to_aot(
     return out, "on"
 
 
+@dataclass
 class _Direct:
     """Left by the inference compiler for _backend: the compiled graph's
     forward (and its report), when aot_autograd's runtime wrapper around it
@@ -126,7 +128,7 @@ class _Direct:
 
     forward: Callable[..., Any] | None = None
     report: CompileReport | None = None
-    marks: list[tuple[int, set[int]]] = []
+    marks: list[tuple[int, set[int]]] = field(default_factory=list)
 
 
 def _direct_marks(gm: GraphModule, example_inputs: list[Any], n_dynamo: int) -> list[tuple[int, set[int]]] | None:
@@ -188,8 +190,7 @@ def _aten_compiler(
         compiled, report = compile_graph(gm, config, kind)
         if recorder is not None:
             recorder.append(report)
-        marks = _direct_marks(gm, example_inputs, n_dynamo) if direct is not None else None
-        if direct is not None and marks is not None:
+        if direct is not None and (marks := _direct_marks(gm, example_inputs, n_dynamo)) is not None:
             direct.forward, direct.report, direct.marks = compiled.forward, report, marks
         return make_boxed_func(compiled.forward)
 
@@ -257,7 +258,10 @@ def _direct_call(
     if marks:
         from torch._functorch._aot_autograd.runtime_wrappers import mark_dynamo_propagated_dynamic_indices as mark
 
-    def run(args: tuple[Any, ...]) -> Any:
+    def call(*args: Any) -> Any:
+        if first[0]:
+            first[0] = False
+            return wrapped(*args)
         if torch.is_grad_enabled():
             with torch.no_grad():
                 outs = forward(*args)
@@ -266,12 +270,6 @@ def _direct_call(
         for i, dims in marks:
             mark(outs[i], dims)
         return outs
-
-    def call(*args: Any) -> Any:
-        if first[0]:
-            first[0] = False
-            return wrapped(*args)
-        return run(args)
 
     return call
 
