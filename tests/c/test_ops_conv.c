@@ -264,6 +264,13 @@ static const conv_case wide_cases[] = {
 	{1, 16, 30, 50, 24, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 1},
 	{2, 13, 9, 27, 40, 3, 3, {2, 1}, {1, 1}, {1, 1}, 1, 0},
 	{1, 37, 11, 57, 45, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 0},
+	/* conv1d's shape (one output row): column chunks, each transposed
+	 * into its place in the NCHW rows; stride 2, both ends padded */
+	{1, 24, 1, 400, 33, 1, 3, {1, 2}, {0, 1}, {1, 1}, 1, 1},
+	{2, 20, 1, 301, 40, 1, 5, {1, 2}, {0, 2}, {1, 1}, 1, 0},
+	/* K 300 and 1050: the kernel row summed in K blocks */
+	{1, 100, 1, 150, 40, 1, 3, {1, 2}, {0, 1}, {1, 1}, 1, 1},
+	{1, 350, 1, 60, 20, 1, 3, {1, 2}, {0, 1}, {1, 1}, 1, 0},
 };
 
 static void test_conv_epilogue_case(air_dtype dt, const conv_case *c, int act, int has_res, int wconst);

@@ -223,6 +223,17 @@ static void test_conv(void)
 		{1, 16, 30, 50, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, NULL},
 		{2, 12, 9, 30, 20, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, 2, 0, NULL},
 		{1, 37, 11, 57, 45, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, NULL},
+		/* conv1d's shape (one output row): the row is cut into column
+		 * chunks, with residual and act, stride 2, padding at both
+		 * ends, a last chunk off the micro-tile; batch 2 */
+		{1, 20, 1, 301, 40, 1, 3, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, NULL},
+		{1, 24, 1, 400, 33, 1, 3, 1, 2, 0, 1, 1, 1, 1, 1, 2, 1, NULL},
+		{2, 17, 1, 100, 16, 1, 5, 1, 1, 0, 2, 1, 1, 1, 0, 0, 0, NULL},
+		/* ... and a kernel row longer than the micro-kernel's K block
+		 * (256 for AVX-512 and portable, 1024 for AVX2), summed block
+		 * by block in the output: K 300 and 1050 */
+		{1, 100, 1, 150, 40, 1, 3, 1, 2, 0, 1, 1, 1, 1, 1, 1, 1, NULL},
+		{1, 350, 1, 60, 20, 1, 3, 1, 1, 0, 1, 1, 1, 1, 1, 2, 1, NULL},
 	};
 	for (size_t i = 0; i < sizeof implicit / sizeof implicit[0]; i++) {
 		conv_case k = implicit[i];
