@@ -189,24 +189,6 @@ static void output_row(const imp_job *j, const float *arow, float *yrow, const f
 		const float *bp = j->panels + (o / uk->nr) * K * uk->nr;
 		const int n = (int)k_min64(uk->nr, O - o);
 		te.bias_n = j->bias ? j->bias + o : NULL;
-		if (g->KH == 1 && K > uk->kc) {
-			/* one kernel row longer than the kernel's K block (a conv1d
-			 * with many channels): the panel in blocks of kc rows, each
-			 * over all of the row's tiles, so that it stays in L1; the
-			 * partial sums wait in the output row (in L2). Whisper's
-			 * 256 > 256 k3 conv1d streamed its 96 KiB panel from L2 for
-			 * every tile. */
-			for (int64_t k0 = 0; k0 < K; k0 += uk->kc) {
-				const int64_t kc = k_min64(uk->kc, K - k0);
-				te.flags = (k0 == 0 ? KGEMM_TILE_FIRST : 0) | (k0 + kc == K ? KGEMM_TILE_LAST : 0);
-				for (int64_t ow = 0; ow < OW; ow += uk->mr) {
-					te.res = rrow ? rrow + ow * O + o : NULL;
-					uk->fn(kc, arow + ow * lda + k0, lda, 1, bp + k0 * uk->nr, yrow + ow * O + o, O,
-					       (int)k_min64(uk->mr, OW - ow), n, &te);
-				}
-			}
-			continue;
-		}
 		for (int64_t ow = 0; ow < OW; ow += uk->mr) {
 			const int m = (int)k_min64(uk->mr, OW - ow);
 			const float *a = arow + ow * lda;

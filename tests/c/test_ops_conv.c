@@ -268,7 +268,7 @@ static const conv_case wide_cases[] = {
 	 * into its place in the NCHW rows; stride 2, both ends padded */
 	{1, 24, 1, 400, 33, 1, 3, {1, 2}, {0, 1}, {1, 1}, 1, 1},
 	{2, 20, 1, 301, 40, 1, 5, {1, 2}, {0, 2}, {1, 1}, 1, 0},
-	/* K 300 and 1050: the kernel row summed in K blocks */
+	/* ... and with wide kernel rows: K 300 and 1050 */
 	{1, 100, 1, 150, 40, 1, 3, {1, 2}, {0, 1}, {1, 1}, 1, 1},
 	{1, 350, 1, 60, 20, 1, 3, {1, 2}, {0, 1}, {1, 1}, 1, 0},
 };

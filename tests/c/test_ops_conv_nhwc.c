@@ -229,9 +229,7 @@ static void test_conv(void)
 		{1, 20, 1, 301, 40, 1, 3, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, NULL},
 		{1, 24, 1, 400, 33, 1, 3, 1, 2, 0, 1, 1, 1, 1, 1, 2, 1, NULL},
 		{2, 17, 1, 100, 16, 1, 5, 1, 1, 0, 2, 1, 1, 1, 0, 0, 0, NULL},
-		/* ... and a kernel row longer than the micro-kernel's K block
-		 * (256 for AVX-512 and portable, 1024 for AVX2), summed block
-		 * by block in the output: K 300 and 1050 */
+		/* ... and with wide kernel rows: K 300 and 1050 */
 		{1, 100, 1, 150, 40, 1, 3, 1, 2, 0, 1, 1, 1, 1, 1, 1, 1, NULL},
 		{1, 350, 1, 60, 20, 1, 3, 1, 1, 0, 1, 1, 1, 1, 1, 2, 1, NULL},
 	};
