@@ -691,6 +691,33 @@ def _any_all(L: Lowerer, n: Node) -> Value:
     return L.node(op, [x], {"axes": axes or list(range(xv.dim())), "keepdim": keep})
 
 
+@lowers(aten.linalg_vector_norm.default)
+def _vector_norm(L: Lowerer, n: Node) -> Value:
+    """||x||_ord over dims (all when none), in the output's dtype: ord 2 as
+    sqrt(sum(x * x)), 1 as sum(|x|), +-inf as amax / amin(|x|). Eager sums
+    squares the same way, without scaling (so 1e20 overflows to inf in both).
+    Weight norm (wav2vec2's positional conv) and F.normalize reach the graph
+    as this op; as a fallback it split the graph, and its weight norm, all
+    parameters, could not fold at compile time."""
+    out = out_val(n)
+    xv = meta(n.args[0])
+    if not is_float(out.dtype) or xv.is_complex():
+        raise Unsupported("linalg_vector_norm of a non-float tensor")
+    order = arg(n, 1, "ord", 2)
+    if order not in (1, 2, math.inf, -math.inf):
+        raise Unsupported(f"linalg_vector_norm of ord {order}")
+    axes = _axes(arg(n, 2, "dim", None), xv.dim()) or list(range(xv.dim()))
+    keep = int(bool(arg(n, 3, "keepdim", False)))
+    if abs(order) == math.inf and any(isinstance(d, int) and d == 0 for d in (xv.shape[a] for a in axes)):
+        raise Unsupported("linalg_vector_norm: the inf norm of nothing (eager raises)")
+    x = L.cast(L.value(n.args[0]), out.dtype)
+    attrs = {"axes": axes, "keepdim": keep}
+    if order == 2:
+        return L.node("sqrt", [L.node("sum", [L.node("mul", [x, x])], attrs)])
+    a = L.node("abs", [x])
+    return L.node({1: "sum", math.inf: "amax", -math.inf: "amin"}[order], [a], attrs)
+
+
 @lowers(aten.cumsum.default)
 def _cumsum(L: Lowerer, n: Node) -> Value:
     out = out_val(n)

@@ -5,6 +5,7 @@ SPEC.md section 4 accuracy rule against eager fp32 and fp64."""
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import torch
@@ -407,3 +408,30 @@ def test_conv1d_matches_eager_with_no_fallback():
     model = _Conv1dStack().eval()
     x = torch.randn(2, 12, 101)
     _compiles_whole_and_matches_eager(model, x)
+
+
+class _WeightNormConv(torch.nn.Module):
+    """wav2vec2's positional convolution: a grouped Conv1d under weight norm
+    (computed from its parameters on every call), then an F.normalize."""
+
+    def __init__(self):
+        super().__init__()
+        conv = torch.nn.Conv1d(32, 32, 9, padding=4, groups=4)
+        self.conv = torch.nn.utils.parametrizations.weight_norm(conv, name="weight", dim=2)
+
+    def forward(self, x):
+        return torch.nn.functional.normalize(torch.nn.functional.gelu(self.conv(x)), dim=1)
+
+
+def test_weight_norm_and_normalize_compile_and_fold():
+    """linalg_vector_norm lowers (ord 2), so the weight norm, all parameters,
+    folds at compile time: no norm is left to run per call."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    reports = _compiles_whole_and_matches_eager(_WeightNormConv().eval(), torch.randn(2, 32, 50))
+    ops_after = [line for s in reports[0].subgraphs for line in s.air_report.splitlines()
+                 if line.startswith("ops after passes")]
+    assert ops_after, reports[0]
+    # F.normalize's norm over the activations stays: one sqrt, not two
+    sqrts = [re.search(r"\bsqrt(?: x(\d+))?[,\s]", line + " ") for line in ops_after]
+    assert sum(int(m.group(1) or 1) for m in sqrts if m) == 1, ops_after

@@ -26,7 +26,8 @@ CLAIMED: dict[str, tuple[torch.dtype, ...]] = {
         "nn.functional.conv2d", "nn.functional.max_pool2d", "nn.functional.avg_pool2d",
         "nn.functional.adaptive_avg_pool2d", "nn.functional.scaled_dot_product_attention",
         "nn.functional.embedding", "isnan", "nn.functional.conv_transpose2d", "nn.functional.pad",
-        "nn.functional.elu", "nn.functional.selu", "nn.functional.celu",
+        "nn.functional.elu", "nn.functional.selu", "nn.functional.celu", "linalg.vector_norm",
+        "nn.functional.normalize",
     ]},
     **{n: (torch.float32, torch.int64) for n in [
         "neg", "abs", "sign", "nn.functional.relu", "clamp", "add", "sub", "mul", "maximum", "minimum",
