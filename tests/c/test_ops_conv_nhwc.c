@@ -229,6 +229,13 @@ static void test_conv(void)
 		{1, 20, 1, 301, 40, 1, 3, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, NULL},
 		{1, 24, 1, 400, 33, 1, 3, 1, 2, 0, 1, 1, 1, 1, 1, 2, 1, NULL},
 		{2, 17, 1, 100, 16, 1, 5, 1, 1, 0, 2, 1, 1, 1, 0, 0, 0, NULL},
+		/* ... with 512 output channels or more, one GEMM per image:
+		 * the row read in place (no padding; a last pixel no tap
+		 * reads), or padded into the workspace; batch 2; K 1800 (past
+		 * the band kernel's limit) */
+		{2, 24, 1, 400, 520, 1, 3, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, NULL},
+		{1, 20, 1, 301, 512, 1, 5, 1, 1, 0, 2, 1, 1, 1, 1, 2, 1, NULL},
+		{1, 600, 1, 40, 530, 1, 3, 1, 2, 0, 1, 1, 1, 1, 0, 0, 0, NULL},
 		/* ... and with wide kernel rows: K 300 and 1050 */
 		{1, 100, 1, 150, 40, 1, 3, 1, 2, 0, 1, 1, 1, 1, 1, 1, 1, NULL},
 		{1, 350, 1, 60, 20, 1, 3, 1, 1, 0, 1, 1, 1, 1, 1, 2, 1, NULL},
