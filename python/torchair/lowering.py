@@ -694,8 +694,9 @@ def _any_all(L: Lowerer, n: Node) -> Value:
 @lowers(aten.linalg_vector_norm.default)
 def _vector_norm(L: Lowerer, n: Node) -> Value:
     """||x||_ord over dims (all when none), in the output's dtype: ord 2 as
-    sqrt(sum(x * x)), 1 as sum(|x|), +-inf as amax / amin(|x|). Eager sums
-    squares the same way, without scaling (so 1e20 overflows to inf in both).
+    sqrt(sum(x * x)), 1 as sum(|x|), +-inf as amax / amin(|x|), 0 as the
+    count of nonzeros, any other p as sum(|x|^p)^(1/p). Eager computes them
+    the same way, without scaling (so 1e20 overflows to inf in both).
     Weight norm (wav2vec2's positional conv) and F.normalize reach the graph
     as this op; as a fallback it split the graph, and its weight norm, all
     parameters, could not fold at compile time."""
@@ -704,18 +705,25 @@ def _vector_norm(L: Lowerer, n: Node) -> Value:
     if not is_float(out.dtype) or xv.is_complex():
         raise Unsupported("linalg_vector_norm of a non-float tensor")
     order = arg(n, 1, "ord", 2)
-    if order not in (1, 2, math.inf, -math.inf):
+    if not isinstance(order, (int, float)) or isinstance(order, bool) or math.isnan(order):
         raise Unsupported(f"linalg_vector_norm of ord {order}")
     axes = _axes(arg(n, 2, "dim", None), xv.dim()) or list(range(xv.dim()))
     keep = int(bool(arg(n, 3, "keepdim", False)))
-    if abs(order) == math.inf and any(isinstance(d, int) and d == 0 for d in (xv.shape[a] for a in axes)):
-        raise Unsupported("linalg_vector_norm: the inf norm of nothing (eager raises)")
+    # (dynamo never makes a size of 0 symbolic, so an empty extent is an int here)
+    if (order < 0 or order == math.inf) and any(isinstance(d, int) and d == 0 for d in (xv.shape[a] for a in axes)):
+        raise Unsupported(f"linalg_vector_norm: the {order} norm of nothing (eager raises)")
     x = L.cast(L.value(n.args[0]), out.dtype)
     attrs = {"axes": axes, "keepdim": keep}
     if order == 2:
         return L.node("sqrt", [L.node("sum", [L.node("mul", [x, x])], attrs)])
+    if order == 0:
+        nonzero = L.node("ne", [x, L.operand(0.0, out.dtype)])
+        return L.node("sum", [L.cast(nonzero, out.dtype)], attrs)
     a = L.node("abs", [x])
-    return L.node({1: "sum", math.inf: "amax", -math.inf: "amin"}[order], [a], attrs)
+    if order in (1, math.inf, -math.inf):
+        return L.node({1: "sum", math.inf: "amax", -math.inf: "amin"}[order], [a], attrs)
+    powered = L.node("pow", [a, L.operand(float(order), out.dtype)])
+    return L.node("pow", [L.node("sum", [powered], attrs), L.operand(1.0 / order, out.dtype)])
 
 
 @lowers(aten.cumsum.default)
