@@ -65,19 +65,24 @@ typedef struct rows_plan {
  * 768x768, 3072x768 and 768x3072 products at 128 tokens ran at 272, 289 and
  * 271 GFLOP/s that way and 376, 359 and 332 this way (/tmp scratch, 2
  * threads). Up to DIRECT_MAX_K, where a panel of x^T (K x nr) still
- * streams from L2. */
-enum { DIRECT_MAX_K = 4096 };
+ * streams from L2, and DIRECT_MAX_M tokens: with more, each weight row is
+ * used by many panels and the blocked GEMM's K blocks win (2 threads,
+ * kernel alone against eager, builds alternated: 577 x 4096 @ 4096 x 1024
+ * 0.89x -> 0.97-0.98x, 4096 x 768 @ 768 x 768 0.90x -> 1.00-1.01x; at 512
+ * x 1024 @ 1024 x 1024 the tile loop was 10% faster, with 256 as the
+ * limit). */
+enum { DIRECT_MAX_K = 4096, DIRECT_MAX_M = 512 };
 
-static bool direct_tiles(int64_t K)
+static bool direct_tiles(int64_t M, int64_t K)
 {
-	return kgemm_active_ukernel()->tile_prefetch && K <= DIRECT_MAX_K;
+	return kgemm_active_ukernel()->tile_prefetch && K <= DIRECT_MAX_K && M <= DIRECT_MAX_M;
 }
 
 /* The tile loop stores its tiles into y itself (gemm_tiles), epilogue and
  * all: no y^T block to transpose after it. */
-static bool tiles_into_y(int64_t K)
+static bool tiles_into_y(int64_t M, int64_t K)
 {
-	return direct_tiles(K) && kgemm_active_ukernel()->store_t;
+	return direct_tiles(M, K) && kgemm_active_ukernel()->store_t;
 }
 
 static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
@@ -92,7 +97,7 @@ static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
 	/* the tile loop's first tile in a task comes cold: fewer, longer
 	 * tasks (BERT's 768x768 at 128 tokens: 192-row tasks ran 1.13x as
 	 * fast as 96-row ones) */
-	const int64_t per_thread = direct_tiles(K) ? 2 : 4, token_blocks = k_cdiv(M > 0 ? M : 1, p.tokens);
+	const int64_t per_thread = direct_tiles(M, K) ? 2 : 4, token_blocks = k_cdiv(M > 0 ? M : 1, p.tokens);
 	int64_t blocks = k_cdiv(N, 16 * mr);
 	if (blocks * token_blocks < per_thread * (int64_t)nthreads)
 		blocks = k_min64(k_cdiv(per_thread * (int64_t)nthreads, token_blocks), k_cdiv(N, mr));
@@ -103,9 +108,9 @@ static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
 	p.rows = blocks > 0 ? k_cdiv(k_cdiv(N, blocks), mr) * mr : mr;
 	p.packed_bytes = k_align64(kgemm_packed_b_size(K, M));
 	/* the y^T block; none where the tiles are stored into y directly */
-	p.buf_bytes = tiles_into_y(K) ? 0 : k_align64(sizeof(float) * (size_t)(p.rows * p.tokens));
+	p.buf_bytes = tiles_into_y(M, K) ? 0 : k_align64(sizeof(float) * (size_t)(p.rows * p.tokens));
 	/* the blocked GEMM's packing space, for K past the tile loop's reach */
-	const size_t gemm_ws = direct_tiles(K) ? 0 : kgemm_packed_workspace_bytes(p.rows, p.tokens, K, 1);
+	const size_t gemm_ws = direct_tiles(M, K) ? 0 : kgemm_packed_workspace_bytes(p.rows, p.tokens, K, 1);
 	p.slot_bytes = p.buf_bytes + k_align64(gemm_ws);
 	return p;
 }
@@ -194,9 +199,9 @@ static void gemm_task(void *ctx, int64_t t, int thread)
 	int64_t rows = k_min64(p->rows, p->N - n0), tokens = k_min64(p->tokens, p->M - m0);
 	char *slot = j->slots + (size_t)thread * p->slot_bytes;
 	float *buf = (float *)slot;
-	if (direct_tiles(p->K)) {
+	if (direct_tiles(p->M, p->K)) {
 		gemm_tiles(j, n0, rows, m0, tokens, buf);
-		if (tiles_into_y(p->K))
+		if (tiles_into_y(p->M, p->K))
 			return;
 	} else {
 		k_epilogue ep = k_epilogue_none();

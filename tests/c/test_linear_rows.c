@@ -161,6 +161,11 @@ int main(void)
 						      (int)((s + a) % 2) && shapes[s][0] % 2 == 0};
 					check_case(&c);
 				}
+	/* past 512 tokens the blocked GEMM takes every K (three token blocks,
+	 * the last of 8) */
+	lin_case many[] = {{520, 1030, 515, 1, 1, 3, 1}, {520, 1030, 515, 0, 0, 0, 0}};
+	for (size_t i = 0; i < sizeof many / sizeof many[0]; i++)
+		check_case(&many[i]);
 	lin_case owned = {32, 256, 256, 1, 0, 0, 0}, few = {15, 256, 256, 1, 0, 0, 0}, narrow = {32, 192, 768, 1, 0, 0, 0};
 	lin_case small = {32, 512, 512, 1, 0, 0, 0}; /* 1 MiB: under the 2 MiB a borrowed weight needs */
 	check_packed(&owned, 0);
