@@ -204,6 +204,7 @@ def all_workloads() -> list[Workload]:
         ("unet_small", "U-Net (widths 32-256, transposed-conv upsampling), batch 1, 3x224x224"),
         ("gpt2", "GPT-2 (small zoo config), batch 1, seq 128"),
         ("llama_small", "small LLaMA-style model, batch 1, seq 128"),
+        ("wav2vec2_base", "wav2vec2-base (HF Wav2Vec2Model, default config), batch 1, 1 s of 16 kHz audio"),
     ):
         w.append(
             Workload(f"{zoo_name}_b1", "model", desc, _zoo_builder(zoo_name, 1), Budget(5, 60, 15.0), groups=("extra",))

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from .hf import bert_base, example_inputs, gpt2, llama_small
+from .hf import bert_base, example_inputs, gpt2, llama_small, wav2vec2_base
 from .vision import mobilenet_v2, resnet50, unet_small, vit_tiny
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "resnet50",
     "unet_small",
     "vit_tiny",
+    "wav2vec2_base",
 ]
 
 SEED = 0
@@ -40,6 +41,7 @@ MODELS: dict[str, Callable[[], nn.Module | tuple[nn.Module, Callable[..., tuple[
     "bert_base": bert_base,
     "gpt2": gpt2,
     "llama_small": llama_small,
+    "wav2vec2_base": wav2vec2_base,
 }
 
 

@@ -6,7 +6,16 @@ from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
-from transformers import BertConfig, BertModel, GPT2Config, GPT2Model, LlamaConfig, LlamaForCausalLM
+from transformers import (
+    BertConfig,
+    BertModel,
+    GPT2Config,
+    GPT2Model,
+    LlamaConfig,
+    LlamaForCausalLM,
+    Wav2Vec2Config,
+    Wav2Vec2Model,
+)
 
 InputsFn = Callable[..., tuple[Tensor, ...]]
 
@@ -14,26 +23,30 @@ InputsFn = Callable[..., tuple[Tensor, ...]]
 class Positional(nn.Module):
     """Calls a Hugging Face model with keyword inputs taken positionally, returns plain tensors.
 
-    ``forward(input_ids, attention_mask=None)``. The outputs are the model's
-    ``last_hidden_state`` (plus ``pooler_output`` for BERT) or ``logits``. The wrapped model is ``.hf``.
+    ``forward(input_ids, attention_mask=None)`` (``input_values`` for an audio model). The outputs are
+    the model's ``last_hidden_state`` (plus ``pooler_output`` for BERT) or ``logits``. The wrapped
+    model is ``.hf``.
     """
 
-    def __init__(self, hf: nn.Module, outputs: tuple[str, ...]) -> None:
+    def __init__(self, hf: nn.Module, outputs: tuple[str, ...], input_name: str = "input_ids") -> None:
         super().__init__()
         self.hf = hf
         self.outputs = outputs
+        self.input_name = input_name
         self.config = hf.config
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor | tuple[Tensor, ...]:
+    def forward(self, inputs: Tensor, attention_mask: Tensor | None = None) -> Tensor | tuple[Tensor, ...]:
         kwargs = {"attention_mask": attention_mask} if attention_mask is not None else {}
-        out = self.hf(input_ids=input_ids, use_cache=False, return_dict=True, **kwargs)
+        if self.input_name == "input_ids":
+            kwargs["use_cache"] = False
+        out = self.hf(**{self.input_name: inputs}, return_dict=True, **kwargs)
         res = tuple(out[k] for k in self.outputs)
         return res[0] if len(res) == 1 else res
 
 
-def _finish(model: nn.Module, *outputs: str) -> nn.Module:
+def _finish(model: nn.Module, *outputs: str, input_name: str = "input_ids") -> nn.Module:
     model.config.use_cache = False  # no KV-cache objects in the graph
-    return Positional(model.eval(), outputs).eval()
+    return Positional(model.eval(), outputs, input_name).eval()
 
 
 def _ids(vocab: int, batch: int, seq: int) -> Tensor:
@@ -58,6 +71,12 @@ def gpt2_inputs(batch: int = 1, seq: int = 128) -> tuple[Tensor, Tensor]:
 
 def llama_inputs(batch: int = 1, seq: int = 128) -> tuple[Tensor]:
     return (_ids(1000, batch, seq),)
+
+
+def wav2vec2_inputs(batch: int = 1, seq: int = 128) -> tuple[Tensor]:
+    """One second of 16 kHz audio per item (seq is not used: the feature encoder makes 49 frames)."""
+    g = torch.Generator().manual_seed(1)
+    return (torch.randn(batch, 16000, generator=g),)
 
 
 def bert_base() -> tuple[nn.Module, InputsFn]:
@@ -90,14 +109,27 @@ def llama_small() -> tuple[nn.Module, InputsFn]:
     return _finish(LlamaForCausalLM(cfg), "logits"), llama_inputs
 
 
+def wav2vec2_base() -> tuple[nn.Module, InputsFn]:
+    """Default Wav2Vec2Config (base: 7 conv feature layers with group norm, a weight-normed
+    positional conv, 12 layers of hidden 768) -> Wav2Vec2Model; inputs (input_values,)."""
+    cfg = Wav2Vec2Config(attn_implementation="sdpa")
+    return _finish(Wav2Vec2Model(cfg), "last_hidden_state", input_name="input_values"), wav2vec2_inputs
+
+
 BUILDERS: dict[str, Callable[[], tuple[nn.Module, InputsFn]]] = {
     "bert_base": bert_base,
     "gpt2": gpt2,
     "llama_small": llama_small,
+    "wav2vec2_base": wav2vec2_base,
 }
 
 
 def example_inputs(name: str, batch: int = 1, seq: int = 128) -> tuple[Tensor, ...]:
     """Positional inputs for the HF model ``name``: input_ids (int64) and, for BERT/GPT-2, a padded attention_mask."""
-    fns: dict[str, InputsFn] = {"bert_base": bert_inputs, "gpt2": gpt2_inputs, "llama_small": llama_inputs}
+    fns: dict[str, InputsFn] = {
+        "bert_base": bert_inputs,
+        "gpt2": gpt2_inputs,
+        "llama_small": llama_inputs,
+        "wav2vec2_base": wav2vec2_inputs,
+    }
     return fns[name](batch, seq)
