@@ -710,7 +710,7 @@ def _vector_norm(L: Lowerer, n: Node) -> Value:
     axes = _axes(arg(n, 2, "dim", None), xv.dim()) or list(range(xv.dim()))
     keep = int(bool(arg(n, 3, "keepdim", False)))
     # (dynamo never makes a size of 0 symbolic, so an empty extent is an int here)
-    if (order < 0 or order == math.inf) and any(isinstance(d, int) and d == 0 for d in (xv.shape[a] for a in axes)):
+    if (order < 0 or order == math.inf) and any(isinstance(xv.shape[a], int) and xv.shape[a] == 0 for a in axes):
         raise Unsupported(f"linalg_vector_norm: the {order} norm of nothing (eager raises)")
     x = L.cast(L.value(n.args[0]), out.dtype)
     attrs = {"axes": axes, "keepdim": keep}
