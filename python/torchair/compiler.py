@@ -120,8 +120,29 @@ class CompileReport:
         return "\n".join(lines)
 
 
+# Size arithmetic on SymInts (a dynamic graph's sym_size of a tensor, and
+# the floordiv/sum that turn a length into the next layer's). Their users
+# read sizes from the nodes' symbolic meta, never from these values, so a
+# subgraph holds them without lowering them (see _size_nodes_follow_users).
+_SIZE_OPS = {
+    torch.ops.aten.sym_size.int,
+    torch.ops.aten.sym_numel.default,
+    operator.floordiv,
+    operator.add,
+    operator.sub,
+    operator.mul,
+    torch.sym_sum,
+}
+
+
+def is_size_node(node: Node) -> bool:
+    return node.op == "call_function" and node.target in _SIZE_OPS and isinstance(meta(node), torch.SymInt)
+
+
 def check_node(node: Node) -> str | None:
     """None if libair can run node, else the reason it cannot."""
+    if is_size_node(node):
+        return None
     fn = LOWERINGS.get(node.target)
     if fn is None:
         return "no torchair lowering for this op"
@@ -230,6 +251,48 @@ def _eager_views(gm: GraphModule, frozen_positions: Sequence[int]) -> set[Node]:
     if keep:
         gm.recompile()
     return keep
+
+
+def _one_user_per_size_node(gm: GraphModule) -> None:
+    """Gives every size node one user, copying it for each further user
+    (latest first, so a chain of them is copied whole)."""
+    changed = False
+    for n in reversed(list(gm.graph.nodes)):
+        if not is_size_node(n) or len(n.users) < 2:
+            continue
+        for user in list(n.users)[1:]:
+            with gm.graph.inserting_after(n):
+                copy = gm.graph.call_function(n.target, n.args, dict(n.kwargs))
+            copy.meta = dict(n.meta)
+            user.replace_input_with(n, copy)
+            changed = True
+    if changed:
+        gm.recompile()
+
+
+def _size_nodes_follow_users(partitions: list[Partition]) -> list[Partition]:
+    """Takes out of each partition the size nodes whose user is not in it
+    (a subgraph returns tensors only; such a node runs in eager, on SymInts),
+    and drops partitions left with size nodes only.
+
+    A dynamic wav2vec2 takes sym_size of its first and last conv's output
+    for the group norm and the projection's views; unsupported, each was an
+    edge out of the partition and back in, and the cut left the convs
+    between them in a subgraph with no bare input length: all seven fell
+    back. With one user each (_one_user_per_size_node), a size node kept
+    beside its user adds no edge."""
+    out = []
+    for p in partitions:
+        changed = True
+        while changed:
+            changed = False
+            for n in list(p.nodes):
+                if is_size_node(n) and any(u not in p.nodes for u in n.users):
+                    del p.nodes[n]
+                    changed = True
+        if any(not is_size_node(n) for n in p.nodes):
+            out.append(p)
+    return out
 
 
 def _split(partitions: list[Partition], order: dict[Node, int], limit: int) -> list[Partition]:
@@ -342,6 +405,8 @@ def lower_subgraph(
                 raise Unsupported(f"attribute {n.target} is not a tensor")
             L.env[n] = L.add_constant(t)
             continue
+        if is_size_node(n):  # its users take sizes from meta
+            continue
         L.env[n] = LOWERINGS[n.target](L, n)
     assert out_node is not None
     result = out_node.args[0]
@@ -392,7 +457,8 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
     # (training graphs only: an inference graph that returns a transpose of
     # its input is rare, and its op is then what the caller wants compiled)
     eager_views = _eager_views(gm, list(frozen_args)) if graph_kind in ("forward", "backward") else set()
-    report.total_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+    report.total_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function" and not is_size_node(n))
+    _one_user_per_size_node(gm)
     reasons: dict[Node, str] = {}
     support = _Support(reasons, eager_views)
     partitioner = CapabilityBasedPartitioner(
@@ -403,9 +469,10 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
     if limit is not None:
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
         partitions = _split(partitions, order, limit)
+    partitions = _size_nodes_follow_users(partitions)
     in_partition = {n for p in partitions for n in p.nodes}
     for n in gm.graph.nodes:
-        if n.op == "call_function" and n not in in_partition:
+        if n.op == "call_function" and n not in in_partition and not is_size_node(n):
             reason = reasons.get(n) or check_node(n) or "kept in eager beside unsupported neighbours"
             report.fallbacks.append((n.name, op_name(n), reason))
     if not partitions:
@@ -423,7 +490,7 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         if node.op != "call_module" or not str(node.target).startswith("air_"):
             continue
         sub = getattr(fused, node.target)
-        ops = [op_name(n) for n in sub.graph.nodes if n.op == "call_function"]
+        ops = [op_name(n) for n in sub.graph.nodes if n.op == "call_function" and not is_size_node(n)]
         part_ops[node.target] = ops
         try:
             try:

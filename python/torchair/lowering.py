@@ -565,7 +565,20 @@ def _slice_bounds(L: Lowerer, size: Any, start: Any, end: Any) -> tuple[int, int
     size_d = L.dim(size)
     if isinstance(start, int) and start >= 0 and isinstance(end, int) and end >= _INT64_MAX // 2:
         return L.g.dim_expr(_DIM_MIN, start, size_d), size_d
-    raise Unsupported("slice with symbolic bounds")
+    if not isinstance(start, int) or not isinstance(end, int):
+        raise Unsupported("slice with symbolic bounds")
+    # int bounds on a symbolic size (wav2vec2's positional conv output [..., :-1]):
+    # Python's clamping written as dim expressions, evaluated per call; a
+    # negative bound is size - min(size, -b), as no dim may evaluate below 0
+    def bound(b: int) -> int:
+        if b >= _INT64_MAX // 2:
+            return size_d
+        if b >= 0:
+            return L.g.dim_expr(_DIM_MIN, b, size_d)
+        return L.g.dim_expr(_DIM_SUB, size_d, L.g.dim_expr(_DIM_MIN, size_d, -b))
+
+    s = bound(start)
+    return s, L.g.dim_expr(_DIM_MAX, s, bound(end))
 
 
 @lowers(aten.slice.Tensor)
@@ -868,9 +881,13 @@ def _convolution(L: Lowerer, n: Node) -> Value:
     xv, wv = L.value(x), L.value(w)
     stride, padding, dilation = list(stride), list(padding), list(dilation)
     if rank == 3:
-        # a 1-d convolution is a 2-d one over [N, C, 1, L] with a [O, C/g, 1, K] kernel
-        xm, wm = meta(x), meta(w)
-        xv = L.node("reshape", [xv], {"shape": L.dims([xm.shape[0], xm.shape[1], 1, xm.shape[2]])})
+        # a 1-d convolution is a 2-d one over [N, C, 1, L] with a [O, C/g, 1, K] kernel;
+        # shapes from libair's own dims, as a symbolic length (s//5 - 1 after a
+        # stride-5 conv) is bound whole and the output's (s//10 - 1) could not be
+        # written from it, but conv2d computes it
+        wm = meta(w)
+        n0, c0, l0 = L.shape_of(xv)
+        xv = L.node("reshape", [xv], {"shape": [n0, c0, 1, l0]})
         wv = L.node("reshape", [wv], {"shape": L.dims([wm.shape[0], wm.shape[1], 1, wm.shape[2]])})
         stride, padding, dilation = [1, stride[-1]], [0, padding[-1]], [1, dilation[-1]]
     inputs = [xv, wv]
@@ -885,7 +902,8 @@ def _convolution(L: Lowerer, n: Node) -> Value:
     }
     y = L.node("conv2d", inputs, attrs)
     if rank == 3:
-        y = L.node("reshape", [y], {"shape": L.dims(out_val(n).shape)})
+        d = L.shape_of(y)
+        y = L.node("reshape", [y], {"shape": [d[0], d[1], d[3]]})
     return y
 
 
