@@ -7,7 +7,9 @@ configs where the default is large), run in eval mode under ``no_grad``, and che
   (``bench.accuracy.check_accuracy``);
 * fallbacks: the ops that ran in eager, with torchair's reason;
 * speed: the median of 15 eager and 15 torchair calls, taken in turn (a quick look, not the
-  benchmark: the harness in ``python -m bench`` is what the README's figures come from).
+  benchmark: the harness in ``python -m bench`` is what the README's figures come from);
+* a second input size (fewer tokens, a smaller image, longer audio): dynamo then recompiles
+  with symbolic sizes, and that graph's fallbacks and accuracy are reported too.
 
 The point is breadth: a model family the zoo does not cover shows here first whether it compiles
 whole, stays correct and runs faster. Results go to ``bench/results/NAME.md`` with the machine.
@@ -90,6 +92,24 @@ def _models() -> dict[str, tuple[str, Callable[[], tuple[torch.nn.Module, tuple[
     }
 
 
+# models whose input size is fixed by the architecture (Whisper takes 3000 frames)
+_FIXED_SIZE = {"whisper_encoder"}
+
+
+def _other_size(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The same inputs at another size: 3/4 of the tokens, a 192-pixel image, 1.5x the audio."""
+    g = torch.Generator().manual_seed(2)
+    out = []
+    for x in inputs:
+        if not x.is_floating_point():
+            out.append(torch.randint(0, 1000, (x.shape[0], x.shape[1] * 3 // 4), generator=g))
+        elif x.dim() == 4:
+            out.append(torch.randn(x.shape[0], x.shape[1], 192, 192, generator=g))
+        else:
+            out.append(torch.randn(*x.shape[:-1], x.shape[-1] * 3 // 2, generator=g))
+    return tuple(out)
+
+
 def _tensors(out: Any) -> list[torch.Tensor]:
     if isinstance(out, torch.Tensor):
         return [out]
@@ -131,11 +151,30 @@ def run_one(name: str, build: Callable[[], tuple[torch.nn.Module, tuple[Any, ...
             t = time.perf_counter()
             compiled(*inputs)
             air.append(time.perf_counter() - t)
-    fallbacks = sorted({f"{op}: {reason}" for r in reports for (_, op, reason) in r.fallbacks})
+        # (after the timing: the recompiled graph also serves the first size from then on)
+        dynamic = "fixed size"
+        other = _other_size(inputs)
+        try:
+            want32 = _tensors(model(*other))
+        except Exception as e:  # eager's own limit (ViT's position table is for 224x224)
+            want32, dynamic = None, f"eager refuses it ({type(e).__name__})"
+        if name not in _FIXED_SIZE and want32 is not None:
+            seen = len(reports)
+            got = _tensors(compiled(*other))
+            want64 = _tensors(copy.deepcopy(model).double()(*(x.double() if x.is_floating_point() else x
+                                                                for x in other)))
+            wrong = [d for ok, d in (check_accuracy(o, a, b) for o, a, b in zip(got, want32, want64)) if not ok]
+            if wrong:
+                bad.append("at the second size: " + "; ".join(wrong))
+            later = reports[seen:]
+            n_fb = sum(len(r.fallbacks) for r in later)
+            dynamic = f"{len(later)} recompile(s), {n_fb} fallback op(s)" + (
+                ": " + ", ".join(sorted({op for r in later for (_, op, _) in r.fallbacks})) if n_fb else "")
+    fallbacks = sorted({f"{op}: {reason}" for r in reports[:1] for (_, op, reason) in r.fallbacks})
     e, a = statistics.median(eager), statistics.median(air)
     return {"name": name, "accuracy": "ok" if not bad else "BAD: " + "; ".join(bad)[:300],
             "fallbacks": fallbacks, "first_call_s": first, "eager_ms": 1e3 * e, "torchair_ms": 1e3 * a,
-            "speedup": e / a}
+            "speedup": e / a, "dynamic": dynamic}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,23 +192,24 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # a model that cannot even run is a finding, not the end of the sweep
             r = {"name": name, "accuracy": f"ERROR {type(e).__name__}: {str(e)[:200]}", "fallbacks": [],
                  "first_call_s": float("nan"), "eager_ms": float("nan"), "torchair_ms": float("nan"),
-                 "speedup": float("nan")}
+                 "speedup": float("nan"), "dynamic": "-"}
         r["desc"] = desc
         rows.append(r)
         print(f"{name}: accuracy {r['accuracy']}, {len(r['fallbacks'])} fallback op kinds, eager "
-              f"{r['eager_ms']:.2f} ms, torchair {r['torchair_ms']:.2f} ms, {r['speedup']:.2f}x", flush=True)
+              f"{r['eager_ms']:.2f} ms, torchair {r['torchair_ms']:.2f} ms, {r['speedup']:.2f}x; second size: "
+              f"{r['dynamic']}", flush=True)
     if args.out:
         cpu, git = cpu_info(), git_info()
         lines = [f"# Hugging Face sweep: {args.out}", "",
                  f"`python -m bench.hf_sweep --out {args.out}` at {now_iso()}, commit {git.get('commit', '?')}; "
                  f"{cpu['model']} ({', '.join(cpu['flags'])}), {torch.get_num_threads()} threads, torch "
                  f"{torch.__version__}; medians of {args.rounds} calls each, eager and torchair in turn.", "",
-                 "| model | config | accuracy | eager ms | torchair ms | speedup | fallbacks |",
-                 "|---|---|---|---:|---:|---:|---|"]
+                 "| model | config | accuracy | eager ms | torchair ms | speedup | fallbacks | second size |",
+                 "|---|---|---|---:|---:|---:|---|---|"]
         for r in rows:
             fb = "<br>".join(r["fallbacks"]) if r["fallbacks"] else "none"
             lines.append(f"| {r['name']} | {r['desc']} | {r['accuracy']} | {r['eager_ms']:.2f} "
-                         f"| {r['torchair_ms']:.2f} | {r['speedup']:.2f}x | {fb} |")
+                         f"| {r['torchair_ms']:.2f} | {r['speedup']:.2f}x | {fb} | {r['dynamic']} |")
         (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
         print(f"wrote {RESULTS / (args.out + '.md')}")
     return 0 if all(r["accuracy"] == "ok" for r in rows) else 1

@@ -106,14 +106,16 @@ class Lowerer:
                     self.composites[expr] = self.g.symbol(str(expr))
 
     def add_size_input(self, size: Any, name: str) -> bool:
-        """For a SymInt argument that is a bare symbol no tensor input has
-        bound: an f32 input of dims [0, size] (empty, so its caller passes
+        """For a SymInt argument that no tensor input has bound (a bare
+        symbol, or an expression such as s//16 that a view's shape names):
+        an f32 input of dims [0, size] (empty, so its caller passes
         torch.empty((0, n)) at no cost) that binds it. False if not needed."""
         expr = size.node.expr
-        if not isinstance(expr, sympy.Symbol) or expr in self.symbols:
+        if expr.is_number or expr in self.symbols or expr in self.composites:
             return False
         self.bind_symbols([size], name)
-        self.g.input(air_dtype(torch.float32), [0, self.symbols[expr]], name)
+        bound = self.symbols[expr] if isinstance(expr, sympy.Symbol) else self.composites[expr]
+        self.g.input(air_dtype(torch.float32), [0, bound], name)
         return True
 
     def _expr(self, e: sympy.Expr) -> int:
@@ -556,6 +558,15 @@ def _repeat(L: Lowerer, n: Node) -> Value:
     return L.node("reshape", [y], {"shape": L.dims(out_val(n).shape)})
 
 
+def _size_bound(b: Any) -> Any:
+    """A slice bound that is a graph node holding a SymInt which cannot be
+    negative (an expression of sizes): that SymInt; anything else as it is."""
+    v = meta(b) if isinstance(b, Node) else b
+    if isinstance(v, torch.SymInt) and v.node.expr.is_nonnegative:
+        return v
+    return b
+
+
 def _slice_bounds(L: Lowerer, size: Any, start: Any, end: Any) -> tuple[int, int]:
     """Normalizes Python slice bounds to [start, end) within [0, size]."""
     if isinstance(size, int) and isinstance(start, int) and isinstance(end, int):
@@ -565,8 +576,13 @@ def _slice_bounds(L: Lowerer, size: Any, start: Any, end: Any) -> tuple[int, int
     size_d = L.dim(size)
     if isinstance(start, int) and start >= 0 and isinstance(end, int) and end >= _INT64_MAX // 2:
         return L.g.dim_expr(_DIM_MIN, start, size_d), size_d
-    if not isinstance(start, int) or not isinstance(end, int):
+    end = _size_bound(end)
+    if not isinstance(start, int) or not isinstance(end, (int, torch.SymInt)):
         raise Unsupported("slice with symbolic bounds")
+    if isinstance(end, torch.SymInt):
+        # a size-like end (BERT's position_ids[:, :s]): nonnegative whatever s is
+        return L.g.dim_expr(_DIM_MIN, start, size_d), L.g.dim_expr(
+            _DIM_MAX, L.g.dim_expr(_DIM_MIN, start, size_d), L.g.dim_expr(_DIM_MIN, L.dim(end), size_d))
     # int bounds on a symbolic size (wav2vec2's positional conv output [..., :-1]):
     # Python's clamping written as dim expressions, evaluated per call; a
     # negative bound is size - min(size, -b), as no dim may evaluate below 0

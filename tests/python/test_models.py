@@ -489,3 +489,37 @@ def test_slice_with_int_bounds_on_a_symbolic_size(bounds):
         x = torch.randn(3, length)
         torch.testing.assert_close(compiled(x), fn(x))
     assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+
+
+def test_convnext_at_a_second_image_size_compiles_whole():
+    """Hugging Face ConvNeXt at a second image size: dynamo recompiles with
+    symbolic H and W. Its views name sizes such as s//16 that no tensor
+    input of their subgraph has as a dim (the input is [s//16 * t//16, C]);
+    they enter as size inputs: no fallback, eager's answer at two new
+    sizes."""
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.ConvNextConfig(depths=[1, 1, 2, 1], hidden_sizes=[48, 96, 192, 384])
+    model = transformers.ConvNextModel(cfg).eval()
+    compiled, reports = compile_recording(model)
+    with torch.no_grad():
+        for shape in ((1, 3, 224, 224), (1, 3, 192, 192), (1, 3, 160, 224)):
+            x = torch.randn(*shape)
+            got = compiled(x).last_hidden_state
+            ok, detail = check_accuracy(got, model(x).last_hidden_state,
+                                        copy.deepcopy(model).double()(x.double()).last_hidden_state)
+            assert ok, (shape, detail)
+    assert len(reports) >= 2, "no recompile with symbolic sizes"
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+
+
+def test_slice_to_another_inputs_symbolic_length():
+    """BERT-style position_ids[:, :seq]: the end is a SymInt (a size, never
+    negative), clamped to the sliced dim per call, including past it."""
+    table = torch.randn(1, 50)
+    compiled, reports = compile_recording(lambda ids: table[:, : ids.shape[1]] * 2, dynamic=True)
+    for seq in (7, 31, 64):
+        ids = torch.zeros(2, seq, dtype=torch.int64)
+        torch.testing.assert_close(compiled(ids), table[:, :seq] * 2)
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
