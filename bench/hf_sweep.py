@@ -30,6 +30,7 @@ import torch
 
 from bench.accuracy import check_accuracy
 from bench.machine import cpu_info, git_info, now_iso
+from bench.timing import Budget, round_robin
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -143,14 +144,10 @@ def run_one(name: str, build: Callable[[], tuple[torch.nn.Module, tuple[Any, ...
         bad = [detail for ok, detail in (check_accuracy(o, a, b) for o, a, b in zip(out, ref32, ref64)) if not ok]
         if len(out) != len(ref32):
             bad.append(f"{len(out)} outputs, eager gave {len(ref32)}")
-        eager, air = [], []
-        for _ in range(rounds):
-            t = time.perf_counter()
-            model(*inputs)
-            eager.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            compiled(*inputs)
-            air.append(time.perf_counter() - t)
+        timed = round_robin({"eager": lambda: model(*inputs), "torchair": lambda: compiled(*inputs)},
+                            Budget(min_rounds=rounds, max_rounds=rounds, seconds=0.0, warmup=0))
+        if timed.errors:
+            raise RuntimeError("; ".join(f"{k}: {v}" for k, v in timed.errors.items()))
         # (after the timing: the recompiled graph also serves the first size from then on)
         dynamic = "fixed size"
         other = _other_size(inputs)
@@ -171,7 +168,7 @@ def run_one(name: str, build: Callable[[], tuple[torch.nn.Module, tuple[Any, ...
             dynamic = f"{len(later)} recompile(s), {n_fb} fallback op(s)" + (
                 ": " + ", ".join(sorted({op for r in later for (_, op, _) in r.fallbacks})) if n_fb else "")
     fallbacks = sorted({f"{op}: {reason}" for r in reports[:1] for (_, op, reason) in r.fallbacks})
-    e, a = statistics.median(eager), statistics.median(air)
+    e, a = statistics.median(timed.samples["eager"]), statistics.median(timed.samples["torchair"])
     return {"name": name, "accuracy": "ok" if not bad else "BAD: " + "; ".join(bad)[:300],
             "fallbacks": fallbacks, "first_call_s": first, "eager_ms": 1e3 * e, "torchair_ms": 1e3 * a,
             "speedup": e / a, "dynamic": dynamic}
