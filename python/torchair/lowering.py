@@ -579,14 +579,13 @@ def _slice_bounds(L: Lowerer, size: Any, start: Any, end: Any) -> tuple[int, int
     end = _size_bound(end)
     if not isinstance(start, int) or not isinstance(end, (int, torch.SymInt)):
         raise Unsupported("slice with symbolic bounds")
-    if isinstance(end, torch.SymInt):
-        # a size-like end (BERT's position_ids[:, :s]): nonnegative whatever s is
-        return L.g.dim_expr(_DIM_MIN, start, size_d), L.g.dim_expr(
-            _DIM_MAX, L.g.dim_expr(_DIM_MIN, start, size_d), L.g.dim_expr(_DIM_MIN, L.dim(end), size_d))
-    # int bounds on a symbolic size (wav2vec2's positional conv output [..., :-1]):
-    # Python's clamping written as dim expressions, evaluated per call; a
-    # negative bound is size - min(size, -b), as no dim may evaluate below 0
-    def bound(b: int) -> int:
+    # int bounds on a symbolic size (wav2vec2's positional conv output [..., :-1]),
+    # or a size-like SymInt end (BERT's position_ids[:, :s]): Python's clamping
+    # written as dim expressions, evaluated per call; a negative bound is
+    # size - min(size, -b), as no dim may evaluate below 0
+    def bound(b: int | torch.SymInt) -> int:
+        if isinstance(b, torch.SymInt):
+            return L.g.dim_expr(_DIM_MIN, L.dim(b), size_d)
         if b >= _INT64_MAX // 2:
             return size_d
         if b >= 0:
