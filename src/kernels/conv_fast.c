@@ -186,11 +186,11 @@ static conv_plan make_plan(const kconv_geom *g, int nthreads)
 		p.pc = p.P;
 		p.nchunks = 1;
 		p.col_bytes = p.direct ? 0 : k_align64((size_t)p.K * (size_t)p.P * sizeof(float));
-		p.gemm_bytes = p.in_place ? 0 : k_align64(kgemm_workspace_bytes(g->Og, p.P, p.K, nthreads));
+		p.gemm_bytes = p.in_place ? 0 : k_align64(kgemm_workspace_bytes(g->Og, p.P, p.K, 1, nthreads));
 		return p;
 	}
 	p.col_bytes = p.direct ? 0 : k_align64((size_t)p.K * (size_t)p.pc * sizeof(float));
-	p.gemm_bytes = p.in_place ? 0 : k_align64(kgemm_workspace_bytes(g->Og, p.pc, p.K, 1));
+	p.gemm_bytes = p.in_place ? 0 : k_align64(kgemm_workspace_bytes(g->Og, p.pc, p.K, 1, 1));
 	return p;
 }
 

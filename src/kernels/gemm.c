@@ -483,16 +483,29 @@ size_t kgemm_packed_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthread
 	return (size_t)nthreads * kgemm_slot_bytes(kgemm_ukernel(), M, K);
 }
 
-size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
+/* kgemm_f32's workspace for row-major A: room for either way of running B. */
+static size_t kgemm_base_workspace_bytes(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K,
+					 int nthreads)
+{
+	return kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float)) +
+	       kgemm_packed_workspace_bytes(M, N, K, nthreads) + (size_t)nthreads * kgemm_panel_bytes(uk, M, K);
+}
+
+/* Bytes of all of A packed once (kgemm_pack_a_whole). */
+static size_t kgemm_whole_a_bytes(const kgemm_ukernel_desc *uk, int64_t M, int64_t K)
+{
+	return kgemm_align((size_t)k_cdiv(M, uk->mr) * (size_t)uk->mr * (size_t)K * sizeof(float));
+}
+
+size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int64_t cs_a, int nthreads)
 {
 	if (kgemm_empty(M, N, K))
 		return 0;
 	const kgemm_ukernel_desc *uk = kgemm_ukernel();
 	if (nthreads < 1)
 		nthreads = 1;
-	/* room for either way of running B (kgemm_f32) */
-	return kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float)) +
-	       kgemm_packed_workspace_bytes(M, N, K, nthreads) + (size_t)nthreads * kgemm_panel_bytes(uk, M, K);
+	size_t bytes = kgemm_base_workspace_bytes(uk, M, N, K, nthreads);
+	return cs_a == 1 ? bytes : bytes + kgemm_whole_a_bytes(uk, M, K);
 }
 
 /* Batch items whose packed B fit in one round of the batched call. */
@@ -534,6 +547,9 @@ typedef struct kgemm_job {
 	int64_t ldb;
 	size_t panel_at;
 	int64_t ntasks; /* the last one prefetches ep->next_b */
+	/* all of A packed once (kgemm_share_a), K block pc at a_whole + pc *
+	 * (M rounded up to mr), or NULL: each task packs its own block */
+	const float *a_whole;
 } kgemm_job;
 
 static void kgemm_task(void *ctx, int64_t t, int thread)
@@ -566,7 +582,11 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 		/* row-major A is read in place; anything else is packed */
 		const float *ablk = A + m0 * j->rs_a + pc;
 		int64_t rs = j->rs_a, cs = 1;
-		if (!j->direct_a) {
+		if (j->a_whole) {
+			ablk = j->a_whole + pc * k_cdiv(j->M, mr) * mr + m0 * kc;
+			rs = 1;
+			cs = mr;
+		} else if (!j->direct_a) {
 			kgemm_pack_a(uk, m1 - m0, kc, A + m0 * j->rs_a + pc * j->cs_a, j->rs_a, j->cs_a, abuf);
 			ablk = abuf;
 			rs = 1;
@@ -709,15 +729,59 @@ static int kgemm_reads_a_in_place(const kgemm_ukernel_desc *uk, const kgemm_plan
 	return cs_a == 1 && (!slots || !(uk->pack_a && plan->nc >= KGEMM_PACK_A_MIN_COLS));
 }
 
+typedef struct kgemm_pack_a_job {
+	const kgemm_ukernel_desc *uk;
+	int64_t M, K, kc;
+	const float *A;
+	int64_t rs_a, cs_a;
+	float *dst;
+	int64_t rows; /* per task: a multiple of mr */
+	int64_t chunks; /* tasks per K block */
+} kgemm_pack_a_job;
+
+static void kgemm_pack_a_task(void *ctx, int64_t t, int thread)
+{
+	(void)thread;
+	const kgemm_pack_a_job *p = ctx;
+	const int64_t pc = (t / p->chunks) * p->kc, kc = k_min64(p->kc, p->K - pc);
+	const int64_t i0 = (t % p->chunks) * p->rows, i1 = k_min64(p->M, i0 + p->rows);
+	const int64_t mpad = k_cdiv(p->M, p->uk->mr) * p->uk->mr;
+	kgemm_pack_a(p->uk, i1 - i0, kc, p->A + i0 * p->rs_a + pc * p->cs_a, p->rs_a, p->cs_a,
+		     p->dst + pc * mpad + i0 * kc);
+}
+
+/* A that is not row-major is packed by the task that reads it; when
+ * several tasks share its rows (the plan splits N), that is once per
+ * column block, from strided reads that cost as much as the products
+ * (ViT-Tiny's weight gradients, g^T @ x, 192 x 1576 @ 1576 x 768: A
+ * packed by each of four column blocks took 24% of the time). Then all of
+ * A is packed once into room (kgemm_whole_a_bytes), in parallel, K block
+ * by K block in the tasks' layout, and the tasks read it there. Returns
+ * the packed A, or NULL to leave the packing to the tasks. */
+static const float *kgemm_share_a(const kgemm_ukernel_desc *uk, const kgemm_plan *plan, int64_t M, int64_t K,
+				  const float *A, int64_t rs_a, int64_t cs_a, float *room, rt_pool *pool)
+{
+	if (!room || cs_a == 1 || plan->nn < 2)
+		return NULL;
+	const int64_t kblocks = k_cdiv(K, plan->kc), tiles = k_cdiv(M, uk->mr);
+	/* a few tasks per thread, of whole row tiles */
+	const int64_t chunks = k_min64(tiles, k_cdiv(4 * (int64_t)rt_pool_size(pool), kblocks));
+	kgemm_pack_a_job p = {uk, M, K, plan->kc, A, rs_a, cs_a, room, k_cdiv(tiles, chunks) * uk->mr, 0};
+	p.chunks = k_cdiv(M, p.rows);
+	rt_pool_run(pool, kblocks * p.chunks, kgemm_pack_a_task, &p);
+	return room;
+}
+
 static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, int64_t N, int64_t K,
 		      const float *A, int64_t bs_a, int64_t rs_a, int64_t cs_a, const float *Bp,
 		      int64_t bs_bp, float *C, int64_t bs_c, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
-		      char *slots)
+		      char *slots, float *a_room)
 {
 	kgemm_plan plan = kgemm_make_plan(uk, batch, M, N, K, rt_pool_size(pool));
 	kgemm_job j = {uk, M, N, K, A, bs_a, rs_a, cs_a, Bp, bs_bp, C, bs_c, ldc, ep,
 		       plan, slots, kgemm_slot_bytes(uk, M, K),
-		       kgemm_reads_a_in_place(uk, &plan, cs_a, slots), NULL, 0, 0, batch * plan.nm * plan.nn};
+		       kgemm_reads_a_in_place(uk, &plan, cs_a, slots), NULL, 0, 0, batch * plan.nm * plan.nn,
+		       batch == 1 ? kgemm_share_a(uk, &plan, M, K, A, rs_a, cs_a, a_room, pool) : NULL};
 	rt_pool_run(pool, batch * j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 
@@ -727,13 +791,14 @@ static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, in
  * reads it, while it computes. */
 static void kgemm_run_b_source(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
 			       int64_t rs_a, int64_t cs_a, const float *B, int64_t ldb, float *C, int64_t ldc,
-			       const k_epilogue *ep, rt_pool *pool, char *slots)
+			       const k_epilogue *ep, rt_pool *pool, char *slots, float *a_room)
 {
 	kgemm_plan plan = kgemm_make_plan(uk, 1, M, N, K, rt_pool_size(pool));
 	size_t a_bytes = kgemm_slot_bytes(uk, M, K);
 	kgemm_job j = {uk, M, N, K, A, 0, rs_a, cs_a, NULL, 0, C, 0, ldc, ep,
 		       plan, slots, a_bytes + kgemm_panel_bytes(uk, M, K),
-		       kgemm_reads_a_in_place(uk, &plan, cs_a, slots), B, ldb, a_bytes, plan.nm * plan.nn};
+		       kgemm_reads_a_in_place(uk, &plan, cs_a, slots), B, ldb, a_bytes, plan.nm * plan.nn,
+		       kgemm_share_a(uk, &plan, M, K, A, rs_a, cs_a, a_room, pool)};
 	rt_pool_run(pool, j.plan.nm * j.plan.nn, kgemm_task, &j);
 }
 
@@ -927,7 +992,7 @@ int kgemm_f32_b_in_place(int64_t M, int64_t N, int64_t K, const float *A, int64_
 	 * 284 -> 322 GFLOP/s, 128x3136x256 329 -> 392, 256x196x1024 296 -> 349;
 	 * 1 thread +20-22% */
 	if (uk->strided_packs_b && M > uk->mr && (int64_t)uk->kc * uk->nr <= KGEMM_STACK_PANEL_FLOATS) {
-		kgemm_run_b_source(uk, M, N, K, A, lda, 1, B, ldb, C, ldc, ep, pool, NULL);
+		kgemm_run_b_source(uk, M, N, K, A, lda, 1, B, ldb, C, ldc, ep, pool, NULL, NULL);
 		return 1;
 	}
 	kgemm_bip_job j = {uk, M, N, K, A, lda, B, ldb, C, ldc, ep, kgemm_make_plan(uk, 1, M, N, K, rt_pool_size(pool))};
@@ -960,7 +1025,7 @@ void kgemm_f32_packed_cols(int64_t M, int64_t N, int64_t K, const float *A, int6
 	if (j0 % uk->nr != 0 || j0 + N > k_cdiv(B->N, uk->nr) * uk->nr || K != B->K)
 		return; /* unreachable for callers that keep the contract */
 	kgemm_run(uk, 1, M, N, K, A, 0, rs_a, cs_a, B->data + (j0 / uk->nr) * K * uk->nr, 0, C, 0, ldc, ep, pool,
-		  workspace);
+		  workspace, NULL);
 }
 
 void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a, const float *B,
@@ -974,14 +1039,18 @@ void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, in
 	const kgemm_ukernel_desc *uk = kgemm_ukernel();
 	if (kgemm_thin(uk, M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, ep, pool, workspace))
 		return;
+	/* past the base workspace, room for all of A packed when it is not
+	 * row-major (kgemm_workspace_bytes) */
+	float *a_room = cs_a == 1 ? NULL
+			: (float *)((char *)workspace + kgemm_base_workspace_bytes(uk, M, N, K, rt_pool_size(pool)));
 	if (cs_b == 1 && uk->strided_packs_b) {
-		kgemm_run_b_source(uk, M, N, K, A, rs_a, cs_a, B, rs_b, C, ldc, ep, pool, workspace);
+		kgemm_run_b_source(uk, M, N, K, A, rs_a, cs_a, B, rs_b, C, ldc, ep, pool, workspace, a_room);
 		return;
 	}
 	float *Bp = workspace;
 	char *slots = (char *)workspace + kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float));
 	kgemm_pack_b_parallel(1, K, N, B, 0, rs_b, cs_b, uk->nr, Bp, 0, pool);
-	kgemm_run(uk, 1, M, N, K, A, 0, rs_a, cs_a, Bp, 0, C, 0, ldc, ep, pool, slots);
+	kgemm_run(uk, 1, M, N, K, A, 0, rs_a, cs_a, Bp, 0, C, 0, ldc, ep, pool, slots, a_room);
 }
 
 void kgemm_f32_batched(int64_t batch, int64_t M, int64_t N, int64_t K, const float *A, int64_t bs_a,
@@ -1006,7 +1075,7 @@ void kgemm_f32_batched(int64_t batch, int64_t M, int64_t N, int64_t K, const flo
 		if (e.residual)
 			e.residual += b0 * bs_c;
 		kgemm_run(uk, nb, M, N, K, A + b0 * bs_a, bs_a, rs_a, cs_a, Bp, item, C + b0 * bs_c, bs_c, ldc,
-			  &e, pool, slots);
+			  &e, pool, slots, NULL);
 	}
 }
 

@@ -50,8 +50,10 @@ float *kgemm_packed_b_panel(kgemm_packed_b *p, int64_t j);
  * (each pool thread uses its own slice). kgemm_f32 packs all of B into the
  * workspace (K x N rounded up to the panel width); kgemm_f32_packed needs
  * only the per-thread A blocks, which kgemm_packed_workspace_bytes gives
- * (kgemm_workspace_bytes is always enough for both). */
-size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
+ * (kgemm_workspace_bytes is always enough for both). cs_a is A's column
+ * stride as kgemm_f32 will get it: A that is not row-major (cs_a != 1) may
+ * be packed whole, once, and the workspace has room for it. */
+size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int64_t cs_a, int nthreads);
 size_t kgemm_packed_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
 
 /* C = epilogue(A @ B) with B packed. workspace: kgemm_workspace_bytes(...)
@@ -76,7 +78,8 @@ int kgemm_b_in_place_available(void);
 int kgemm_f32_b_in_place(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
 			 float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool);
 
-/* C = epilogue(A @ B) with B packed on the fly (activations x activations). */
+/* C = epilogue(A @ B) with B packed on the fly (activations x activations).
+ * workspace: kgemm_workspace_bytes(M, N, K, cs_a, nthreads) bytes. */
 void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a, const float *B,
 	       int64_t rs_b, int64_t cs_b, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
 	       void *workspace);

@@ -144,7 +144,7 @@ static air_status run_product(const k_call *call, which_op op, const kgemm_packe
 	if (d.M == 0 || d.N == 0)
 		return AIR_OK;
 	size_t gemm_ws = packed ? kgemm_packed_workspace_bytes(d.M, d.N, d.K, nthreads_hint)
-				: kgemm_workspace_bytes(d.M, d.N, d.K, nthreads_hint);
+				: kgemm_workspace_bytes(d.M, d.N, d.K, d.cs_a, nthreads_hint);
 	float *scratch = (float *)((char *)call->workspace + k_align64(gemm_ws));
 	k_epilogue ep = k_epilogue_none();
 	if (op == OP_IS_ADDMM) {
@@ -178,7 +178,7 @@ static size_t product_workspace(const k_call *call, int nthreads, which_op op, b
 	mm_dims d;
 	dims_of(op == OP_IS_LINEAR, op == OP_IS_ADDMM, call, &d);
 	size_t w = packed ? kgemm_packed_workspace_bytes(d.M, d.N, d.K, nthreads)
-			  : kgemm_workspace_bytes(d.M, d.N, d.K, nthreads);
+			  : kgemm_workspace_bytes(d.M, d.N, d.K, d.cs_a, nthreads);
 	if (op == OP_IS_ADDMM)
 		w = k_align64(w) + bias_scratch_floats(call, d.M, d.N) * sizeof(float);
 	return w;

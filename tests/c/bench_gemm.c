@@ -266,7 +266,7 @@ static rate bench_case(const bcase *c, rt_pool *pool, double seconds)
 	else if (c->packed)
 		wsb = kgemm_packed_workspace_bytes(M, N, K, nt);
 	else
-		wsb = kgemm_workspace_bytes(M, N, K, nt);
+		wsb = kgemm_workspace_bytes(M, N, K, 1, nt);
 	void *ws = NULL;
 	if (wsb && posix_memalign(&ws, 64, wsb) != 0)
 		abort();

@@ -155,14 +155,14 @@ static void run_case(const gcase *g, enum path path, rt_pool *pool)
 	if (path == PATH_UNPACKED) {
 		/* some calls get a workspace that is not even 8-byte aligned */
 		size_t skew = (size_t)((M + N) % 2) * 4;
-		ws = alloc_ws(kgemm_workspace_bytes(M, N, K, nthreads) + skew);
+		ws = alloc_ws(kgemm_workspace_bytes(M, N, K, cs_a, nthreads) + skew);
 		kgemm_f32(M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, &ep, pool, ws ? (char *)ws + skew : NULL);
 	} else if (path == PATH_PACKED) {
 		kgemm_packed_b *pb = NULL;
 		CHECK_OK(kgemm_pack_b(K, N, B, rs_b, cs_b, &pb));
 		CHECK(kgemm_packed_b_bytes(pb) >= (size_t)(K * N) * sizeof(float));
 		ws = alloc_ws(kgemm_packed_workspace_bytes(M, N, K, nthreads));
-		CHECK(kgemm_packed_workspace_bytes(M, N, K, nthreads) <= kgemm_workspace_bytes(M, N, K, nthreads));
+		CHECK(kgemm_packed_workspace_bytes(M, N, K, nthreads) <= kgemm_workspace_bytes(M, N, K, 1, nthreads));
 		if (pb)
 			kgemm_f32_packed(M, N, K, A, rs_a, cs_a, pb, C, ldc, &ep, pool, ws);
 		kgemm_packed_b_free(pb);
@@ -301,6 +301,24 @@ static void test_packed_a(rt_pool *pool)
 	}
 }
 
+/* A that is not row-major, shared by several column blocks of tasks, is
+ * packed whole before the products (gemm.c, kgemm_share_a): weight
+ * gradients' g^T @ x, with rows past the last full panel, several K blocks
+ * (the last one short) and, for 2 and 3 threads, N split. Also strided A. */
+static void test_shared_a(rt_pool *pool)
+{
+	static const int64_t shapes[][3] = {{193, 770, 600}, {770, 190, 531}, {37, 400, 1100}, {12, 64, 257}};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		gcase g = {shapes[s][0], shapes[s][1], shapes[s][2], TRANSPOSED, ROW_MAJOR, (int64_t)s, (int)(s % 2),
+			   (int)(s == 2), (int)(s % 3), 1.0f, s % 2 ? K_ACT_RELU : K_ACT_NONE, 1};
+		run_case(&g, PATH_UNPACKED, pool);
+		g.lb = TRANSPOSED; /* B packed beforehand instead of as the tiles go */
+		run_case(&g, PATH_UNPACKED, pool);
+		g.la = STRIDED;
+		run_case(&g, PATH_UNPACKED, pool);
+	}
+}
+
 static void test_epilogues(rt_pool *pool)
 {
 	/* every activation with every bias/residual combination on a tile edge */
@@ -328,7 +346,7 @@ static void test_api(void)
 	kgemm_packed_b_free(pb);
 	kgemm_packed_b_free(NULL);
 	CHECK(kgemm_packed_b_bytes(NULL) == 0);
-	CHECK(kgemm_workspace_bytes(0, 10, 10, 2) == 0);
+	CHECK(kgemm_workspace_bytes(0, 10, 10, 1, 2) == 0);
 
 	/* the dispatch follows kcpu_features() (AIR_ISA) */
 	const char *name = kgemm_kernel_name();
@@ -343,7 +361,7 @@ static void test_api(void)
 	/* a NULL epilogue is the identity; K == 0 gives the epilogue of zero */
 	float a[2] = {1, 2}, c[2] = {0, 0};
 	float bb[2] = {3, 4};
-	void *ws = alloc_ws(kgemm_workspace_bytes(1, 1, 2, 1));
+	void *ws = alloc_ws(kgemm_workspace_bytes(1, 1, 2, 1, 1));
 	kgemm_f32(1, 1, 2, a, 2, 1, bb, 1, 1, c, 1, NULL, NULL, ws);
 	CHECK(c[0] == 11.0f);
 	free(ws);
@@ -372,7 +390,7 @@ static void test_act_nan(void)
 	for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
 		k_epilogue ep = k_epilogue_none();
 		ep.act = acts[a];
-		void *ws = alloc_ws(kgemm_workspace_bytes(M, N, K, 1));
+		void *ws = alloc_ws(kgemm_workspace_bytes(M, N, K, 1, 1));
 		kgemm_f32(M, N, K, A, K, 1, B, N, 1, C, N, &ep, NULL, ws);
 		free(ws);
 		int nan_ok = 1;
@@ -382,7 +400,7 @@ static void test_act_nan(void)
 		CHECK(!isnan(C[5 * N + 3]));
 		kgemm_packed_b *pb = NULL;
 		CHECK_OK(kgemm_pack_b(K, N, B, N, 1, &pb));
-		ws = alloc_ws(kgemm_workspace_bytes(M, N, K, 1));
+		ws = alloc_ws(kgemm_workspace_bytes(M, N, K, 1, 1));
 		kgemm_f32_packed(M, N, K, A, K, 1, pb, C, N, &ep, NULL, ws);
 		free(ws);
 		kgemm_packed_b_free(pb);
@@ -411,7 +429,7 @@ static void test_act_matches_standalone(void)
 		B[j] = ldexpf(j % 2 ? -1.0f : 1.0f, j % 9 - 4); /* +-2^-4 .. 2^4: products exact */
 	for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
 		k_epilogue ep = k_epilogue_none();
-		void *ws = alloc_ws(kgemm_workspace_bytes(M, N, K, 1));
+		void *ws = alloc_ws(kgemm_workspace_bytes(M, N, K, 1, 1));
 		kgemm_f32(M, N, K, A, K, 1, B, N, 1, plain, N, &ep, NULL, ws);
 		ep.act = acts[a];
 		kgemm_f32(M, N, K, A, K, 1, B, N, 1, fused, N, &ep, NULL, ws);
@@ -475,6 +493,7 @@ int main(void)
 		test_shapes(pool);
 		test_blocks(pool);
 		test_packed_a(pool);
+		test_shared_a(pool);
 		test_epilogues(pool);
 		rt_pool_destroy(pool);
 	}

@@ -657,20 +657,24 @@ void kgemm_pack_a_12__avx512(int64_t m, int64_t k, const float *A, int64_t lda, 
 
 /* Column-major A (element (i, p) at A[i + p * lda]): a panel's k step is
  * the 12 floats of column p from row i0 on, consecutive in A, so one
- * masked load and one masked store. The generic packing's memcpy per step
- * (a library call for 48 bytes) took 18% of a ViT-Tiny weight gradient
- * (g^T @ x, 576 x 1576 @ 1576 x 192); this takes 16%, the rest being the
- * reads of A itself, 48 bytes a column (filling every panel's step p before
- * the next column, reading A in order, was no faster). Rows past m are
- * stored as zeros. */
+ * masked load and one masked store. Column by column, every panel's step p
+ * before the next column: A is read in order, one stream the prefetchers
+ * follow. Panel by panel (each panel's k steps before the next panel's)
+ * read 48 bytes from every column in turn, a stride of 768 B to 3 KiB in
+ * ViT-Tiny's weight gradients (g^T @ x, 768 x 1576 @ 1576 x 192): packing
+ * all of A at once (gemm.c, kgemm_share_a) that way took 16% of those
+ * products, with A cold from memory. Rows past m are stored as zeros. */
 void kgemm_pack_a_t_12__avx512(int64_t m, int64_t k, const float *A, int64_t lda, float *dst)
 {
-	for (int64_t i0 = 0; i0 < m; i0 += MR) {
-		const int rows = m - i0 < MR ? (int)(m - i0) : MR;
-		const __mmask16 in = (__mmask16)((1u << rows) - 1), out = (__mmask16)((1u << MR) - 1);
-		const float *s = A + i0;
-		float *d = dst + i0 * k;
-		for (int64_t p = 0; p < k; p++)
-			_mm512_mask_storeu_ps(d + p * MR, out, _mm512_maskz_loadu_ps(in, s + p * lda));
+	const int64_t full = m / MR;
+	const int tail = (int)(m % MR);
+	const __mmask16 out = (__mmask16)((1u << MR) - 1), in_tail = (__mmask16)((1u << tail) - 1);
+	for (int64_t p = 0; p < k; p++) {
+		const float *s = A + p * lda;
+		float *d = dst + p * MR;
+		for (int64_t t = 0; t < full; t++)
+			_mm512_mask_storeu_ps(d + t * MR * k, out, _mm512_maskz_loadu_ps(out, s + t * MR));
+		if (tail)
+			_mm512_mask_storeu_ps(d + full * MR * k, out, _mm512_maskz_loadu_ps(in_tail, s + full * MR));
 	}
 }
