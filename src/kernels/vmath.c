@@ -1,5 +1,6 @@
 /* vmath.c - the portable array kernels of vmath.h and the table that picks,
- * once, the widest variant this CPU runs (AVX2+FMA, then portable C). */
+ * once, the widest variant this CPU runs (AVX-512 where a function has one,
+ * AVX2+FMA, then portable C). */
 #include "kernels/vmath.h"
 
 #include <pthread.h>
@@ -36,6 +37,9 @@ static const kv_unary_f32 avx2_table[KV_FUNC_COUNT] = {
 	KV_FUNCS(KV_AVX2_)
 #undef KV_AVX2_
 };
+
+/* the AVX2 table with the AVX-512 kernels in (filled once, by choose) */
+static kv_unary_f32 avx512_table[KV_FUNC_COUNT];
 #endif
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -45,7 +49,15 @@ static const char *table_isa = "scalar";
 static void choose(void)
 {
 #ifdef AIR_HAVE_X86
-	if (kcpu_features() & KCPU_AVX2) {
+	memcpy(avx512_table, avx2_table, sizeof avx512_table);
+#define KV_AVX512_(name) avx512_table[KV_##name] = kv_##name##_f32_avx512;
+	KV_AVX512_FUNCS(KV_AVX512_)
+#undef KV_AVX512_
+	const unsigned have = kcpu_features();
+	if ((have & KCPU_AVX512) == KCPU_AVX512) {
+		table = avx512_table;
+		table_isa = "avx512";
+	} else if (have & KCPU_AVX2) {
 		table = avx2_table;
 		table_isa = "avx2";
 	}
@@ -82,6 +94,8 @@ kv_unary_f32 kv_unary_isa(kv_func f, const char *isa)
 #ifdef AIR_HAVE_X86
 	if (strcmp(isa, "avx2") == 0)
 		return avx2_table[f];
+	if (strcmp(isa, "avx512") == 0)
+		return chosen() ? avx512_table[f] : NULL; /* (filled by choose) */
 #endif
 	return NULL;
 }

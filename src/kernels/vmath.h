@@ -1,8 +1,9 @@
 /* vmath.h - elementwise f32 math over arrays (exp, log, tanh, erf, sigmoid,
  * gelu, silu, sin, cos, rsqrt), each within a few ulp of the exact result
  * over all inputs, with PyTorch's answers for NaN, infinities and the tails.
- * The kernel behind each function (AVX2+FMA or portable C) is chosen once
- * from kcpu_features(); the bounds measured for both are in test_vmath.c. */
+ * The kernel behind each function (AVX-512, AVX2+FMA or portable C) is
+ * chosen once from kcpu_features(); the bounds measured are in
+ * test_vmath.c (the AVX-512 kernels give bitwise the AVX2 ones' results). */
 #ifndef AIR_KERNELS_VMATH_H
 #define AIR_KERNELS_VMATH_H
 
@@ -45,7 +46,8 @@ kv_unary_f32 kv_unary(kv_func f);
 /* "exp", "gelu_tanh", ...; "?" for an invalid f. */
 const char *kv_func_name(kv_func f);
 
-/* "avx2" or "scalar": the kernel set in use. */
+/* "avx512", "avx2" or "scalar": the kernel set in use ("avx512": the
+ * AVX-512 kernels where a function has one, the AVX2 ones elsewhere). */
 const char *kv_isa_name(void);
 
 #endif

@@ -1,7 +1,12 @@
-/* bench_vmath.c - throughput of vmath's array functions and the row kernels,
- * AVX2 against portable C, on one thread: in cache (4K floats) and from
- * memory (4M floats). Not a test; run by hand:
- *   bench_vmath [seconds per measurement, default 0.2] */
+/* bench_vmath.c - throughput of vmath's array functions (AVX-512, AVX2 and
+ * portable C) and the row kernels (AVX2 against portable C), on one
+ * thread: in cache (4K floats) and from memory (4M floats). Not a test;
+ * run by hand:
+ *   cc -O2 -Iinclude -Isrc tests/c/bench_vmath.c build/libair.a -lpthread -lm -o bench_vmath
+ *   ./bench_vmath [seconds per measurement, default 0.2]
+ * On Sapphire Rapids, in cache, Gelem/s AVX-512 / AVX2: exp 4.67 / 3.13,
+ * tanh 2.22 / 1.55, sigmoid 2.99 / 2.19, gelu 1.55 / 1.07, gelu_tanh 1.67 /
+ * 1.07, silu 2.96 / 2.14 (the others run the AVX2 kernel on both). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,30 +95,33 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		min_time = atof(argv[1]) > 0 ? atof(argv[1]) : min_time;
 	int avx2 = (kcpu_features() & KCPU_AVX2) != 0;
+	int avx512 = (kcpu_features() & KCPU_AVX512) == KCPU_AVX512;
 	printf("vmath throughput, one thread, Gelem/s (GB/s = 8 x Gelem/s: read + write)\n");
-	printf("AVX2 %s\n\n", avx2 ? "available" : "NOT available: scalar only");
+	printf("AVX2 %s, AVX-512 %s\n\n", avx2 ? "available" : "NOT available", avx512 ? "available" : "NOT available");
 	const int64_t big = 4 << 20, small = 4096;
 	float *x = malloc(sizeof(float) * big), *y = malloc(sizeof(float) * big);
 	if (!x || !y)
 		return 1;
-	printf("%-10s %10s %10s %7s   %10s %10s %7s\n", "function", "avx2 4K", "scalar 4K", "x", "avx2 4M",
-	       "scalar 4M", "x");
+	static const char *const isas[3] = {"avx512", "avx2", "scalar"};
+	const int have[3] = {avx512, avx2, 1};
+	printf("%-10s %10s %10s %10s   %10s %10s %10s\n", "function", "avx512 4K", "avx2 4K", "scalar 4K", "avx512 4M",
+	       "avx2 4M", "scalar 4M");
 	for (int f = 0; f < KV_FUNC_COUNT; f++) {
 		/* inputs where each function does its real work */
 		for (int64_t i = 0; i < big; i++) {
 			float u = (float)((i * 2654435761u) % 100000) * 1e-5f; /* [0, 1) */
 			x[i] = (f == KV_log || f == KV_rsqrt) ? 1e-3f + 100.0f * u : 10.0f * u - 5.0f;
 		}
-		double r[2][2] = {{0}};
-		for (int isa = 0; isa < 2; isa++) {
-			kv_unary_f32 fn = kv_unary_isa((kv_func)f, isa ? "scalar" : "avx2");
-			if (!fn || (isa == 0 && !avx2))
+		double r[3][2] = {{0}};
+		for (int isa = 0; isa < 3; isa++) {
+			kv_unary_f32 fn = kv_unary_isa((kv_func)f, isas[isa]);
+			if (!fn || !have[isa])
 				continue;
 			r[isa][0] = (double)small / time_unary(fn, x, y, small) * 1e-9;
 			r[isa][1] = (double)big / time_unary(fn, x, y, big) * 1e-9;
 		}
-		printf("%-10s %10.3f %10.3f %7.1f   %10.3f %10.3f %7.1f\n", kv_func_name((kv_func)f), r[0][0],
-		       r[1][0], r[0][0] / r[1][0], r[0][1], r[1][1], r[0][1] / r[1][1]);
+		printf("%-10s %10.3f %10.3f %10.3f   %10.3f %10.3f %10.3f\n", kv_func_name((kv_func)f), r[0][0],
+		       r[1][0], r[2][0], r[0][1], r[1][1], r[2][1]);
 	}
 
 	printf("\nrow kernels, one thread, Gelem/s\n");
