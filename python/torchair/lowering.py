@@ -397,10 +397,75 @@ _BINARY = {
 }
 
 
+def _zero_pad_window(n: Any) -> tuple[int, int, Node] | None:
+    """(dim, start, x) for constant_pad_nd(x, pad, 0) that pads one dim of x
+    and crops none; else None."""
+    if not isinstance(n, Node) or n.op != "call_function" or n.target != aten.constant_pad_nd.default:
+        return None
+    x, pad = n.args[:2]
+    value = arg(n, 2, "value", 0)
+    if not isinstance(value, (int, float)) or value != 0 or any(not isinstance(p, int) or p < 0 for p in pad):
+        return None
+    padded = [i for i in range(len(pad) // 2) if pad[2 * i] or pad[2 * i + 1]]
+    if len(padded) != 1 or not isinstance(x, Node):
+        return None
+    return meta(x).dim() - 1 - padded[0], pad[2 * padded[0]], x
+
+
+def _zero_pad_parts(n: Any, like: torch.Tensor) -> tuple[int, list[tuple[int, Node]]] | None:
+    """n as a sum of zero pads along one dim, each of like's shape and dtype:
+    (dim, [(start, unpadded source)]), or None."""
+    m = meta(n) if isinstance(n, Node) else None
+    if not isinstance(m, torch.Tensor) or m.shape != like.shape or m.dtype != like.dtype:
+        return None
+    if (w := _zero_pad_window(n)) is not None:
+        return w[0], [(w[1], w[2])]
+    if n.target != aten.add.Tensor or n.kwargs.get("alpha", 1) != 1 or len(n.args) != 2:
+        return None
+    a, b = (_zero_pad_parts(v, like) for v in n.args)
+    if a is None or b is None or a[0] != b[0]:
+        return None
+    return a[0], a[1] + b[1]
+
+
+def _pads_as_cat(L: Lowerer, n: Node) -> Value | None:
+    """A sum of zero pads whose unpadded windows do not overlap, as one cat
+    of the windows (and zeros between them). It is select_backward's (see
+    decompositions.py) in a ViT's qkv split: three pads of [3, B, H, T, D]
+    and two adds, five full-size passes, where the cat writes once. Values
+    as the sum gives them, but for -0.0, which the cat keeps (as eager's own
+    select_backward does) where + 0.0 made it 0.0."""
+    out = out_val(n)
+    parts = _zero_pad_parts(n, out)
+    if parts is None or len(parts[1]) < 2:
+        return None
+    d, windows = parts
+    if not isinstance(out.shape[d], int) or any(not isinstance(meta(src).shape[d], int) for _, src in windows):
+        return None
+    if any(isinstance(L.env.get(src), (tuple, type(None))) for _, src in windows):
+        return None  # a source lowered elsewhere (check_node lowers the add alone)
+    windows.sort(key=lambda w: w[0])
+    pieces, at = [], 0
+    for start, src in windows:
+        if start < at:
+            return None  # overlapping windows: a sum, not a cat
+        if start > at:
+            block = list(out.shape[:d]) + [start - at] + list(out.shape[d + 1:])
+            pieces.append(L.node("full", [], {"shape": L.dims(block), "value": 0.0, "dtype": air_dtype(out.dtype)}))
+        pieces.append(L.value(src))
+        at = start + meta(src).shape[d]
+    if at < out.shape[d]:
+        block = list(out.shape[:d]) + [out.shape[d] - at] + list(out.shape[d + 1:])
+        pieces.append(L.node("full", [], {"shape": L.dims(block), "value": 0.0, "dtype": air_dtype(out.dtype)}))
+    return L.node("cat", pieces, {"axis": d})
+
+
 def _binary(L: Lowerer, n: Node) -> Value:
     out = out_val(n)
     op = _BINARY[n.target]
     a, b = n.args[0], n.args[1]
+    if n.target == aten.add.Tensor and (joined := _pads_as_cat(L, n)) is not None:
+        return joined
     if op == "pow" and isinstance(b, (int, float)) and not isinstance(b, bool):
         if b == 2:
             x = L.operand(a, out.dtype)

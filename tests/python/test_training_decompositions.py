@@ -48,3 +48,75 @@ def test_select_backward_gradients_match_eager(fn, shapes):
     ops = _backward_ops(reports)
     assert any("constant_pad_nd" in op for op in ops), ops
     assert not any("where" in op for op in ops), ops
+
+
+def _kernels(reports, graph: str) -> list[str]:
+    """The op of each step of the compiled subgraphs of one graph kind."""
+    steps = []
+    for r in reports:
+        if r.graph != graph:
+            continue
+        for s in r.subgraphs:
+            text = s.air_report
+            table = text[text.index("kernels per step:"):text.index("memory (")].splitlines()[1:]
+            steps += [line.split()[1] for line in table if line.strip()]
+    return steps
+
+
+def test_qkv_backward_joins_the_pads_in_one_cat():
+    # the three select_backward pads and the two adds that sum them are one
+    # cat in the compiled backward, with eager's gradients
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 5, 6, requires_grad=True), torch.randn(6, 12, requires_grad=True)
+    xr, wr = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    compiled, reports = compile_recording(qkv_like)
+    compiled(x, w).square().sum().backward()
+    qkv_like(xr, wr).square().sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(w.grad, wr.grad, rtol=1e-4, atol=1e-5)
+    steps = _kernels(reports, "backward")
+    assert steps.count("cat") == 1, steps
+    assert "add" not in steps, steps
+
+
+aten = torch.ops.aten
+
+
+def _pad0(t: torch.Tensor, before: int, after: int) -> torch.Tensor:
+    # zero pad along dim 0 of t.unsqueeze(0) (pad pairs run from the last dim)
+    return aten.constant_pad_nd(t.unsqueeze(0), [0, 0] * (t.dim()) + [before, after], 0.0)
+
+
+def three_windows(a, b, c):
+    return (_pad0(a, 0, 2) + _pad0(b, 1, 1)) + _pad0(c, 2, 0)
+
+
+def two_windows_and_a_gap(a, b, c):
+    return _pad0(a, 0, 3) + _pad0(b, 3, 0) + c[0, 0]
+
+
+def overlapping(a, b, c):
+    return aten.constant_pad_nd(a, [0, 0, 0, 2], 0.0) + aten.constant_pad_nd(b, [0, 0, 1, 1], 0.0) + c[0, 0]
+
+
+def nonzero_fill(a, b, c):
+    return aten.constant_pad_nd(a.unsqueeze(0), [0, 0, 0, 0, 0, 1], 1.5) + _pad0(b, 1, 0) + c[0, 0]
+
+
+@pytest.mark.parametrize("fn, cats, adds", [
+    (three_windows, 1, 0),          # the windows tile the dim: one cat
+    (two_windows_and_a_gap, 1, 1),  # a gap: zeros between them (the add is + c[0, 0])
+    (overlapping, 2, 2),            # windows overlap: the pads and their sum stay
+    (nonzero_fill, 2, 2),           # a fill of 1.5 is no zero pad: the sum stays
+])
+def test_sums_of_zero_pads(fn, cats, adds):
+    torch.manual_seed(0)
+    args = [torch.randn(4, 5) for _ in range(3)]
+    args[0][0, 0] = -0.0
+    compiled, reports = compile_recording(fn)
+    out, ref = compiled(*args), fn(*args)
+    assert torch.equal(out, ref)
+    steps = _kernels(reports, "inference")
+    assert (steps.count("cat"), steps.count("add")) == (cats, adds), steps
+    if fn is three_windows:  # the cat keeps -0.0, as eager's select_backward does
+        assert torch.signbit(out[0, 0, 0]) and not torch.signbit(ref[0, 0, 0])
