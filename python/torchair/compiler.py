@@ -295,6 +295,66 @@ def _size_nodes_follow_users(partitions: list[Partition]) -> list[Partition]:
     return out
 
 
+# ops whose result is always a view of their first argument in eager
+_EAGER_VIEW_OPS = (
+    torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.permute.default,
+    torch.ops.aten.transpose.int, torch.ops.aten.t.default, torch.ops.aten.select.int,
+    torch.ops.aten.slice.Tensor, torch.ops.aten.unsqueeze.default, torch.ops.aten.squeeze.dim,
+    torch.ops.aten.squeeze.dims, torch.ops.aten.alias.default, torch.ops.aten.expand.default,
+)
+
+
+def _views_out_to_eager(gm: GraphModule, partitions: list[Partition]) -> list[Partition]:
+    """Leaves to eager the views a partition would return: a subgraph output
+    owns its memory, so a view there was a copy, where eager's is free.
+    Training graphs only (see _compile_graph).
+
+    A view leaves its partition when its users outside it run in eager (or
+    are the graph's output), or when it is contiguous (a subgraph that takes
+    it gets it without a copy). Users inside keep the view inside, and a
+    duplicate serves the outside ones. Views whose users have all left
+    follow them, so a chain of views leaves whole. So does a view that
+    makes a subgraph's input contiguous. ViT-Tiny's step copied
+    the qkv projection into q, k and v for eager's attention (a permute of
+    [B, T, 3, H, D] and three slices), its gradients back out of the
+    attention's backward (a permute), and each activation the weight
+    gradients read (a reshape to [tokens, features] returned beside the
+    input gradient), and the attention's output twice on its way into the
+    output projection (bound contiguous, then permuted)."""
+    owner = {n: p for p in partitions for n in p.nodes}
+    changed = True
+    while changed:
+        changed = False
+        for p in partitions:
+            for n in reversed(list(p.nodes)):
+                if n.target not in _EAGER_VIEW_OPS or not isinstance(meta(n), torch.Tensor):
+                    continue
+                src = n.args[0]
+                if (owner.get(src) is not p and isinstance(meta(src), torch.Tensor)
+                        and not meta(src).is_contiguous() and meta(n).is_contiguous()):
+                    # a view that makes an input contiguous: the subgraph
+                    # would copy the input to bind it, then copy it again
+                    del p.nodes[n]
+                    del owner[n]
+                    changed = True
+                    continue
+                outside = [u for u in n.users if owner.get(u) is not p]
+                if not outside or (any(u in owner for u in outside) and not meta(n).is_contiguous()):
+                    continue
+                if any(owner.get(u) is p for u in n.users):
+                    with gm.graph.inserting_after(n):
+                        view = gm.graph.call_function(n.target, n.args, dict(n.kwargs))
+                    view.meta = dict(n.meta)
+                    for u in outside:
+                        u.replace_input_with(n, view)
+                else:
+                    del p.nodes[n]
+                    del owner[n]
+                changed = True
+    gm.recompile()
+    return [p for p in partitions if any(not is_size_node(n) for n in p.nodes)]
+
+
 def _split(partitions: list[Partition], order: dict[Node, int], limit: int) -> list[Partition]:
     """Splits each partition into runs of at most limit nodes in graph order.
     Consecutive runs of a convex partition are convex, so no cycle appears."""
@@ -470,6 +530,8 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
         partitions = _split(partitions, order, limit)
     partitions = _size_nodes_follow_users(partitions)
+    if graph_kind in ("forward", "backward"):
+        partitions = _views_out_to_eager(gm, partitions)
     in_partition = {n for p in partitions for n in p.nodes}
     for n in gm.graph.nodes:
         if n.op == "call_function" and n not in in_partition and not is_size_node(n):

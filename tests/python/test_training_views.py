@@ -113,3 +113,61 @@ def test_returned_reshapes_are_views_and_gradients_match():
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
     reshaped = [op for r in reports if r.graph == "forward" for _, op, why in r.fallbacks if why == EAGER_VIEW_REASON]
     assert any("view" in op or "reshape" in op for op in reshaped), [r.fallbacks for r in reports]
+
+
+class Attention(torch.nn.Module):
+    """A ViT block's attention: q, k and v split out of one projection for
+    eager's attention kernel (its forward and backward fall back)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.qkv = torch.nn.Linear(32, 96)
+        self.proj = torch.nn.Linear(32, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, d = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, 4, d // 4).permute(2, 0, 3, 1, 4)
+        out = torch.nn.functional.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])
+        return self.proj(out.transpose(1, 2).reshape(b, n, d))
+
+
+def _copying_view_kernels(reports, graph: str) -> list[str]:
+    """Steps of the compiled subgraphs that copy for a view op."""
+    found = []
+    for r in reports:
+        if r.graph != graph:
+            continue
+        for s in r.subgraphs:
+            text = s.air_report
+            for line in text[text.index("kernels per step:"):text.index("memory (")].splitlines()[1:]:
+                parts = line.split()
+                if len(parts) > 2 and parts[1] in ("permute", "slice", "reshape") and parts[2] != "(alias)":
+                    found.append(f"{parts[1]} {parts[2]} {parts[3]}")
+    return found
+
+
+def test_views_between_subgraphs_and_eager_are_not_copied():
+    # q, k, v go to eager's attention as views of the projection; its output
+    # goes into the output projection as a view made contiguous by eager;
+    # the backward returns the weight gradients' [tokens, features] operands
+    # as views (a subgraph output was a copy of each)
+    model, ref = Attention().train(), Attention().train()
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(2, 7, 32, requires_grad=True)
+    xr = x.detach().clone().requires_grad_(True)
+    compiled, reports = compile_recording(model)
+    for _ in range(2):
+        for m in (model, ref):
+            m.zero_grad()
+        x.grad = xr.grad = None
+        out = compiled(x)
+        out.square().mean().backward()
+        ref(xr).square().mean().backward()
+        torch.testing.assert_close(out, ref(xr), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-6)
+        for p, q in zip(model.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
+    assert any(s.compiled for r in reports if r.graph == "forward" for s in r.subgraphs)
+    assert _copying_view_kernels(reports, "forward") == []
+    assert [k for k in _copying_view_kernels(reports, "backward") if k.startswith(("reshape", "slice"))] == []
