@@ -180,7 +180,8 @@ static void test_reduce_float(void)
 /* f32 sums over leading dims run sum_columns (reduce_fast.c): a bias's
  * gradient [M, N] -> [N], [B, T, C] over B and T, tall ones (many row
  * blocks, so the double sums between blocks matter), columns that are not
- * whole strips; NaN and infinities in a column. Other patterns (a kept dim
+ * whole strips, several row and column chunks; NaN and infinities in a
+ * column. Other patterns (a kept dim
  * before a reduced one, under 16 columns) keep sum_ref. */
 static void test_sum_columns(void)
 {
@@ -194,6 +195,9 @@ static void test_sum_columns(void)
 		{2, {394, 768}, 1, {0}, 1},    {3, {2, 197, 768}, 2, {0, 1}, 1}, {2, {1000, 17}, 1, {0}, 1},
 		{2, {20000, 48}, 1, {-2}, 1},  {3, {1, 130, 33}, 1, {1}, 1},      {2, {70, 15}, 1, {0}, 0},
 		{3, {5, 64, 24}, 1, {1}, 0},   {2, {64, 32}, 1, {1}, 0},
+		/* several row chunks (partial sums in the workspace); columns past
+		 * one chunk of 1024, with a short last one and 16-column tails */
+		{2, {1576, 768}, 1, {0}, 1},   {2, {300, 2085}, 1, {0}, 1},     {3, {3, 50, 1100}, 2, {0, 1}, 1},
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		const int rank = cases[c].rank;
