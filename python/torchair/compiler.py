@@ -304,6 +304,10 @@ _EAGER_VIEW_OPS = (
 )
 
 
+# views that raise when the strides do not allow them
+_STRICT_VIEWS = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default)
+
+
 def _views_out_to_eager(gm: GraphModule, partitions: list[Partition]) -> list[Partition]:
     """Leaves to eager the views a partition would return: a subgraph output
     owns its memory, so a view there was a copy, where eager's is free.
@@ -322,7 +326,7 @@ def _views_out_to_eager(gm: GraphModule, partitions: list[Partition]) -> list[Pa
     input gradient), and the attention's output twice on its way into the
     output projection (bound contiguous, then permuted)."""
     owner = {n: p for p in partitions for n in p.nodes}
-    changed = True
+    changed, moved = True, False
     while changed:
         changed = False
         for p in partitions:
@@ -336,7 +340,7 @@ def _views_out_to_eager(gm: GraphModule, partitions: list[Partition]) -> list[Pa
                     # would copy the input to bind it, then copy it again
                     del p.nodes[n]
                     del owner[n]
-                    changed = True
+                    changed = moved = True
                     continue
                 outside = [u for u in n.users if owner.get(u) is not p]
                 if not outside or (any(u in owner for u in outside) and not meta(n).is_contiguous()):
@@ -350,7 +354,18 @@ def _views_out_to_eager(gm: GraphModule, partitions: list[Partition]) -> list[Pa
                 else:
                     del p.nodes[n]
                     del owner[n]
-                changed = True
+                changed = moved = True
+    if moved:
+        # Eager now gets views with the layouts of the trace where it got
+        # contiguous subgraph outputs, and the trace's layouts need not
+        # hold: an eager op fed a subgraph's contiguous output where the
+        # trace had a transposed one returns another layout (a small
+        # LLaMA's attention output, viewed back to [B, T, C] through a
+        # permute, failed). A reshape is the view where one exists and a
+        # copy where none does, where view would raise.
+        for n in gm.graph.nodes:
+            if n.op == "call_function" and n not in owner and n.target in _STRICT_VIEWS:
+                n.target = torch.ops.aten.reshape.default
     gm.recompile()
     return [p for p in partitions if any(not is_size_node(n) for n in p.nodes)]
 
