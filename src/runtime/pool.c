@@ -14,8 +14,28 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define cpu_relax() _mm_pause()
+/* MXCSR's flush-to-zero and denormals-are-zero bits */
+#define FP_MODE_BITS 0x8040u
+static unsigned fp_mode_get(void)
+{
+	return _mm_getcsr() & FP_MODE_BITS;
+}
+static void fp_mode_set(unsigned mode)
+{
+	unsigned csr = _mm_getcsr();
+	if ((csr & FP_MODE_BITS) != mode)
+		_mm_setcsr((csr & ~FP_MODE_BITS) | mode);
+}
 #else
 #define cpu_relax() ((void)0)
+static unsigned fp_mode_get(void)
+{
+	return 0;
+}
+static void fp_mode_set(unsigned mode)
+{
+	(void)mode;
+}
 #endif
 
 /* ~ tens of microseconds of spinning before a worker sleeps */
@@ -36,6 +56,10 @@ struct rt_pool {
 	int64_t ntasks;
 	atomic_llong next;
 	atomic_int busy; /* workers still in the current loop */
+	/* the caller's subnormal handling (flush to zero, denormals are zero:
+	 * torch.set_flush_denormal), which every thread of the loop takes on,
+	 * so that a task's results do not depend on the thread it ran on */
+	unsigned fp_mode;
 };
 
 typedef struct {
@@ -68,8 +92,13 @@ static void host_body(void *ctx, int thread)
 {
 	rt_pool *p = ctx;
 	/* a slot index past the pool's size would share a workspace slot */
-	if (thread >= 0 && thread < p->nthreads)
+	if (thread >= 0 && thread < p->nthreads) {
+		/* the host's thread gets its own mode back */
+		const unsigned own = fp_mode_get();
+		fp_mode_set(p->fp_mode);
 		run_tasks(p, thread);
+		fp_mode_set(own);
+	}
 }
 
 static void *worker_main(void *argp)
@@ -100,6 +129,7 @@ static void *worker_main(void *argp)
 		if (atomic_load_explicit(&p->stop, memory_order_acquire))
 			return NULL;
 		seen = g;
+		fp_mode_set(p->fp_mode);
 		run_tasks(p, arg.index);
 		atomic_fetch_sub_explicit(&p->busy, 1, memory_order_release);
 	}
@@ -179,6 +209,7 @@ void rt_pool_run(rt_pool *p, int64_t ntasks, rt_task_fn fn, void *ctx)
 	p->fn = fn;
 	p->ctx = ctx;
 	p->ntasks = ntasks;
+	p->fp_mode = fp_mode_get();
 	atomic_store_explicit(&p->next, 0, memory_order_relaxed);
 	air_parallel_runner run = atomic_load(&host_runner);
 	if (run) {

@@ -2,13 +2,23 @@
  * threads, for 0, 1, prime and large task counts, and nested/concurrent
  * use runs serially instead of deadlocking. The same through a host's
  * runner (air_set_parallel_runner): a full team, a short one, and one
- * that runs no body at all; no two threads ever hold one slot index. */
+ * that runs no body at all; no two threads ever hold one slot index.
+ * Every thread of a loop flushes subnormals when the caller does (MXCSR's
+ * FTZ and DAZ, torch.set_flush_denormal), and only then, workers and a
+ * host's threads alike, and a host's thread gets its own mode back. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "check.h"
 #include "runtime/pool.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#include <unistd.h>
+#define HAVE_MXCSR 1
+#endif
 
 typedef struct {
 	atomic_int *hits;
@@ -135,6 +145,93 @@ static void test_host_runner(atomic_int *hits)
 	}
 }
 
+#ifdef HAVE_MXCSR
+typedef struct {
+	float out[64];
+	atomic_int on_other_thread;
+} fp_ctx;
+
+static void subnormal_task(void *p, int64_t t, int thread)
+{
+	fp_ctx *c = p;
+	volatile float a = 1e-20f, b = 1e-20f;
+	c->out[t] = a * b; /* 1e-40: a subnormal, or 0 when flushed */
+	if (thread != 0)
+		atomic_store(&c->on_other_thread, 1);
+	usleep(200); /* long enough for every thread to take tasks */
+}
+
+/* the tasks' products: all flushed (want_zero) or all subnormal; some
+ * tasks ran on a thread other than the caller's slot */
+static void check_fp_mode(rt_pool *pool, int want_zero)
+{
+	fp_ctx c = {{0}, 0};
+	rt_pool_run(pool, 64, subnormal_task, &c);
+	int zero = 0;
+	for (int t = 0; t < 64; t++) { /* bits, not values: under DAZ a subnormal compares equal to 0 */
+		uint32_t bits;
+		memcpy(&bits, &c.out[t], sizeof bits);
+		zero += bits == 0;
+	}
+	CHECK(zero == (want_zero ? 64 : 0));
+	CHECK(atomic_load(&c.on_other_thread));
+}
+
+typedef struct {
+	void (*body)(void *, int);
+	void *ctx;
+	int index;
+	int mode_kept; /* the thread's flush bits after the body: still off */
+} host_arg;
+
+static void *host_thread(void *p)
+{
+	host_arg *a = p;
+	_mm_setcsr(_mm_getcsr() & ~0x8040u); /* this thread: no flushing */
+	a->body(a->ctx, a->index);
+	a->mode_kept = (_mm_getcsr() & 0x8040u) == 0;
+	return NULL;
+}
+
+/* a host's runner: a thread of its own per slot */
+static void thread_runner(void (*body)(void *, int), void *ctx, int nthreads, void *user)
+{
+	host_arg *args = user;
+	pthread_t th[4];
+	for (int i = 0; i < nthreads && i < 4; i++) {
+		args[i] = (host_arg){body, ctx, i, 0};
+		pthread_create(&th[i], NULL, host_thread, &args[i]);
+	}
+	for (int i = 0; i < nthreads && i < 4; i++)
+		pthread_join(th[i], NULL);
+}
+
+static void test_fp_mode(void)
+{
+	const unsigned saved = _mm_getcsr();
+	rt_pool *pool = NULL;
+	CHECK_OK(rt_pool_create(3, &pool));
+	for (int round = 0; round < 2; round++) { /* workers, then a host's threads */
+		host_arg args[4];
+		if (round == 1)
+			air_set_parallel_runner(thread_runner, args);
+		_mm_setcsr(saved | 0x8040u);
+		check_fp_mode(pool, 1);
+		_mm_setcsr(saved & ~0x8040u);
+		check_fp_mode(pool, 0);
+		if (round == 1) {
+			_mm_setcsr(saved | 0x8040u);
+			check_fp_mode(pool, 1);
+			for (int i = 0; i < 3; i++)
+				CHECK(args[i].mode_kept);
+			air_set_parallel_runner(NULL, NULL);
+		}
+	}
+	_mm_setcsr(saved);
+	rt_pool_destroy(pool);
+}
+#endif
+
 int main(void)
 {
 	static atomic_int hits[100003];
@@ -169,6 +266,9 @@ int main(void)
 		CHECK(ra == NULL && rb == NULL);
 		rt_pool_destroy(pool);
 	}
+#ifdef HAVE_MXCSR
+	test_fp_mode();
+#endif
 	rt_pool *pool = NULL;
 	CHECK(rt_pool_create(0, &pool) == AIR_INVALID_ARGUMENT);
 	CHECK(pool == NULL);

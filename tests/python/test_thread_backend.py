@@ -104,3 +104,27 @@ def test_env_var_chooses_own_pool():
         env=env, capture_output=True, text=True, check=True,
     )
     assert out.stdout.strip() == "own"
+
+
+@pytest.mark.parametrize("backend", ["own", "torch"])
+def test_flush_denormal_reaches_every_thread(backend):
+    # torch.set_flush_denormal sets the calling thread's mode only (eager's
+    # OpenMP workers keep theirs); torchair's loops take the caller's mode
+    # on every thread of either backend, and torch's threads get their own
+    # back after
+    if backend == "torch" and not _torch_uses_gnu_openmp():
+        pytest.skip("this torch does not run on GNU OpenMP")
+    torchair.set_thread_backend(backend)
+    x = torch.full((1 << 20,), 1e-20)
+    compiled = torch.compile(lambda a, b: a * b + 0.0, backend="torchair")
+    kept = compiled(x, x)  # 1e-40: subnormal
+    assert torch.set_flush_denormal(True)
+    try:
+        flushed = compiled(x, x)
+    finally:
+        torch.set_flush_denormal(False)
+    again = compiled(x, x)
+    # bit patterns: a subnormal compares equal to 0 on a thread that flushes
+    assert bool((flushed.view(torch.int32) == 0).all())
+    assert bool((kept.view(torch.int32) != 0).all()) and bool((again.view(torch.int32) != 0).all())
+    assert bool((torch.mul(x, x).view(torch.int32) != 0).all())
