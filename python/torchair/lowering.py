@@ -683,11 +683,18 @@ def _select(L: Lowerer, n: Node) -> Value:
     axis = norm_axis(n.args[1], xv.dim())
     index = n.args[2]
     size = xv.shape[axis]
-    if not isinstance(index, int) or not isinstance(size, int):
-        raise Unsupported("select with a symbolic index or size")
-    if index < 0:
-        index += size
-    s = L.node("slice", [L.value(n.args[0])], {"axis": axis, "start": index, "end": index + 1, "step": 1})
+    if not isinstance(index, int):
+        raise Unsupported("select with a symbolic index")
+    if isinstance(size, int):
+        if index < 0:
+            index += size
+        start, end = index, index + 1
+    else:
+        # an int index into a symbolic size (RoBERTa's [:, 0] at a second
+        # length): the slice's clamped bounds, evaluated per call; an index
+        # out of range leaves an empty slice, which the reshape refuses
+        start, end = _slice_bounds(L, size, index, _INT64_MAX if index == -1 else index + 1)
+    s = L.node("slice", [L.value(n.args[0])], {"axis": axis, "start": start, "end": end, "step": 1})
     return L.node("reshape", [s], {"shape": L.dims(out.shape)})
 
 

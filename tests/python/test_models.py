@@ -491,6 +491,29 @@ def test_slice_with_int_bounds_on_a_symbolic_size(bounds):
     assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
 
 
+@pytest.mark.parametrize("index", [0, 2, -1, -2])
+def test_select_with_an_int_index_on_a_symbolic_size(index):
+    """x[:, i] on a size known only per call (RoBERTa's [:, 0] at a second
+    length), from either end."""
+    fn = eval(f"lambda x: (x * 2)[:, {index}] + 1")  # noqa: S307 - our own literal source
+    compiled, reports = compile_recording(fn, dynamic=True)
+    for length in (5, 12, 40):
+        x = torch.randn(3, length, 4)
+        torch.testing.assert_close(compiled(x), fn(x))
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+
+
+def test_select_past_a_symbolic_size_is_eagers_error():
+    # the graph holds for sizes past the index (dynamo guards it); a size
+    # that the index passes gets eager's IndexError, not an empty result
+    fn = lambda x: (x * 2)[:, 3] + 1  # noqa: E731
+    compiled, _ = compile_recording(fn, dynamic=True)
+    compiled(torch.randn(2, 8))
+    torch.testing.assert_close(compiled(torch.randn(2, 6).fill_(1.0)), torch.full((2,), 3.0))
+    with pytest.raises(IndexError, match="out of bounds"):
+        compiled(torch.randn(2, 3))
+
+
 def test_convnext_at_a_second_image_size_compiles_whole():
     """Hugging Face ConvNeXt at a second image size: dynamo recompiles with
     symbolic H and W. Its views name sizes such as s//16 that no tensor
