@@ -698,6 +698,73 @@ def _select(L: Lowerer, n: Node) -> Value:
     return L.node("reshape", [s], {"shape": L.dims(out.shape)})
 
 
+@lowers(aten.copy.default)
+def _copy(L: Lowerer, n: Node) -> Value:
+    """copy(self, src), functionalized copy_: src's values in self's dtype
+    and shape (broadcast); self's values are not read."""
+    out = out_val(n)
+    src = n.args[1]
+    v = L.cast(L.value(src), out.dtype)
+    if tuple(meta(src).shape) != tuple(out.shape):
+        return L.node("expand", [v], {"shape": L.dims(out.shape)})
+    return L.node("copy", [v])
+
+
+def _scatter_pieces(L: Lowerer, base: Node, axis: int, start: Any, end: Any, middle: Value) -> Value:
+    """base with [start, end) along axis replaced by middle: a cat of what
+    is kept on either side and middle (pieces known to be empty left out)."""
+    size = meta(base).shape[axis]
+    b = L.value(base)
+    pieces = []
+    if not (isinstance(start, int) and start == 0):
+        s, e = _slice_bounds(L, size, 0, start)
+        pieces.append(L.node("slice", [b], {"axis": axis, "start": s, "end": e, "step": 1}))
+    pieces.append(middle)
+    if not (isinstance(end, int) and (end >= _INT64_MAX // 2 or (isinstance(size, int) and end >= size))):
+        s, e = _slice_bounds(L, size, end, _INT64_MAX)
+        pieces.append(L.node("slice", [b], {"axis": axis, "start": s, "end": e, "step": 1}))
+    return pieces[0] if len(pieces) == 1 else L.node("cat", pieces, {"axis": axis})
+
+
+@lowers(aten.slice_scatter.default)
+def _slice_scatter(L: Lowerer, n: Node) -> Value:
+    """slice_scatter(base, src, dim, start, end, step 1): functionalized
+    x[..., a:b] = src (BART's shift_tokens_right)."""
+    out = out_val(n)
+    base, src = n.args[:2]
+    axis = norm_axis(arg(n, 2, "dim", 0), out.dim())
+    start, end, step = arg(n, 3, "start", None), arg(n, 4, "end", None), arg(n, 5, "step", 1)
+    if step != 1:
+        raise Unsupported("slice_scatter with a step")
+    start = 0 if start is None else start
+    end = _INT64_MAX if end is None else end
+    if not isinstance(start, int) or not isinstance(end, int):
+        raise Unsupported("slice_scatter with symbolic bounds")
+    size = out.shape[axis]
+    if isinstance(size, int):  # Python's clamping, so that the pieces are what eager keeps
+        start, end = _slice_bounds(L, size, start, end)
+    elif start < 0 or end < 0:
+        raise Unsupported("slice_scatter with a negative bound on a symbolic size")
+    return _scatter_pieces(L, base, axis, start, end, L.cast(L.value(src), out.dtype))
+
+
+@lowers(aten.select_scatter.default)
+def _select_scatter(L: Lowerer, n: Node) -> Value:
+    """select_scatter(base, src, dim, index): functionalized x[..., i] = src."""
+    out = out_val(n)
+    base, src = n.args[:2]
+    axis = norm_axis(n.args[2], out.dim())
+    index, size = n.args[3], out.shape[axis]
+    if not isinstance(index, int) or (index < 0 and not isinstance(size, int)):
+        raise Unsupported("select_scatter with a symbolic or negative index on a symbolic size")
+    if index < 0:
+        index += size
+    shape = list(out.shape)
+    shape[axis] = 1
+    middle = L.node("reshape", [L.cast(L.value(src), out.dtype)], {"shape": L.dims(shape)})
+    return _scatter_pieces(L, base, axis, index, index + 1, middle)
+
+
 @lowers(aten.cat.default)
 def _cat(L: Lowerer, n: Node) -> Value:
     out = out_val(n)

@@ -514,6 +514,44 @@ def test_select_past_a_symbolic_size_is_eagers_error():
         compiled(torch.randn(2, 3))
 
 
+def _shift_right(ids):
+    # BART's shift_tokens_right, functionalized: slice_scatter, select_scatter
+    z = ids.new_zeros(ids.shape)
+    z = torch.ops.aten.slice_scatter(z, ids[:, :-1], 1, 1)
+    return torch.ops.aten.select_scatter(z, torch.full((ids.shape[0],), 7, dtype=ids.dtype), 1, 0)
+
+
+_aten = torch.ops.aten
+_SCATTERS = {
+    "shift_right": (_shift_right, True),
+    "slice_middle": (lambda x: _aten.slice_scatter(x * 2, torch.ones(3, 2), 1, 2, 4) + 1, False),
+    "slice_negative": (lambda x: _aten.slice_scatter(x * 2, torch.ones(3, 2), 1, -3, -1) + 1, False),
+    "slice_empty": (lambda x: _aten.slice_scatter(x * 2, torch.ones(3, 0), 1, 2, 2) + 1, False),
+    "select_last": (lambda x: _aten.select_scatter(x * 2, torch.arange(3.0), 1, -1) + 1, False),
+    "copy_cast_broadcast": (lambda x: _aten.copy(x, torch.arange(6, dtype=torch.int32)) * 2, False),
+}
+
+
+@pytest.mark.parametrize("name", list(_SCATTERS))
+def test_scatters_and_copy_compile(name):
+    """slice_scatter, select_scatter and copy (what x[:, a:b] = y, x[:, i] = y
+    and x.copy_(y) functionalize to) match eager bit for bit, at a fixed
+    size without falling back."""
+    fn, ints = _SCATTERS[name]
+    compiled, reports = compile_recording(fn)
+    x = torch.randint(0, 100, (3, 6)) if ints else torch.randn(3, 6)
+    assert torch.equal(compiled(x), fn(x))
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+
+
+def test_shift_right_at_symbolic_lengths():
+    compiled, reports = compile_recording(_shift_right, dynamic=True)
+    for length in (5, 9, 30):
+        ids = torch.randint(0, 100, (2, length))
+        assert torch.equal(compiled(ids), _shift_right(ids))
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+
+
 def test_convnext_at_a_second_image_size_compiles_whole():
     """Hugging Face ConvNeXt at a second image size: dynamo recompiles with
     symbolic H and W. Its views name sizes such as s//16 that no tensor
