@@ -34,7 +34,7 @@ CLAIMED: dict[str, tuple[torch.dtype, ...]] = {
         "floor_divide", "remainder", "fmod", "eq", "ne", "lt", "le", "gt", "ge", "where", "permute", "expand", "repeat",
         "constant_pad_nd",
         "cat", "sum", "amax", "amin", "prod", "argmax", "cumsum", "gather", "index_select",
-        "logical_not", "logical_and", "logical_or", "logical_xor",
+        "logical_not", "logical_and", "logical_or", "logical_xor", "slice_scatter", "select_scatter",
     ]},
     **{n: (torch.int64, torch.bool) for n in ["bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"]},
 }
