@@ -132,11 +132,20 @@ _SIZE_OPS = {
     operator.sub,
     operator.mul,
     torch.sym_sum,
+    math.ceil,
+    math.floor,
 }
+# a size divided into a SymFloat, for the ceil or floor that takes it back
+# (MobileViT's interpolate: math.ceil(h / 2))
+_SIZE_FLOAT_OPS = {operator.truediv}
 
 
 def is_size_node(node: Node) -> bool:
-    return node.op == "call_function" and node.target in _SIZE_OPS and isinstance(meta(node), torch.SymInt)
+    if node.op != "call_function":
+        return False
+    val = meta(node)
+    return (node.target in _SIZE_OPS and isinstance(val, torch.SymInt)) or (
+        node.target in _SIZE_FLOAT_OPS and isinstance(val, torch.SymFloat))
 
 
 def check_node(node: Node) -> str | None:

@@ -145,6 +145,11 @@ class Lowerer:
         if isinstance(e, sympy.Mul):
             return self._fold(_DIM_MUL, [self._expr(t) for t in e.args])
         name = type(e).__name__
+        if name in ("CeilToInt", "FloorToInt") and type(e.args[0]).__name__ == "IntTrueDiv":
+            # ceil(a / b), floor(a / b) of ints: an exact division, rounded
+            a, b = e.args[0].args
+            op = _DIM_CEILDIV if name == "CeilToInt" else _DIM_FLOORDIV
+            return self.g.dim_expr(op, self._expr(a), self._expr(b))
         ops = {"FloorDiv": _DIM_FLOORDIV, "CeilDiv": _DIM_CEILDIV, "PythonMod": _DIM_MOD, "Mod": _DIM_MOD}
         if name in ops:
             a, b = e.args
@@ -623,11 +628,21 @@ def _repeat(L: Lowerer, n: Node) -> Value:
     return L.node("reshape", [y], {"shape": L.dims(out_val(n).shape)})
 
 
+def _nonnegative(e: sympy.Expr) -> bool:
+    """Whether a size expression cannot be negative; sympy does not know it
+    of ceil(a / b) or floor(a / b) of sizes (CeilToInt(IntTrueDiv(a, b)))."""
+    if e.is_nonnegative:
+        return True
+    if type(e).__name__ in ("CeilToInt", "FloorToInt") and type(e.args[0]).__name__ == "IntTrueDiv":
+        return all(_nonnegative(a) for a in e.args[0].args)
+    return False
+
+
 def _size_bound(b: Any) -> Any:
     """A slice bound that is a graph node holding a SymInt which cannot be
     negative (an expression of sizes): that SymInt; anything else as it is."""
     v = meta(b) if isinstance(b, Node) else b
-    if isinstance(v, torch.SymInt) and v.node.expr.is_nonnegative:
+    if isinstance(v, torch.SymInt) and _nonnegative(v.node.expr):
         return v
     return b
 

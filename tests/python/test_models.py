@@ -552,6 +552,22 @@ def test_shift_right_at_symbolic_lengths():
     assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
 
 
+@pytest.mark.parametrize("rounding", ["ceil", "floor"])
+def test_rounded_size_ratios_are_sizes(rounding):
+    """math.ceil(h / 2) and math.floor(h / 3) on a symbolic size (MobileViT's
+    interpolate at a second image size) are size arithmetic: a slice to that
+    length compiles, no op falls back."""
+    import math
+
+    rnd = getattr(math, rounding)
+    fn = lambda x: (x * 2)[:, : rnd(x.shape[1] / (2 if rounding == "ceil" else 3))] + 1  # noqa: E731
+    compiled, reports = compile_recording(fn, dynamic=True)
+    for length in (5, 8, 13, 30):
+        x = torch.randn(2, length)
+        torch.testing.assert_close(compiled(x), fn(x))
+    assert fallbacks(reports) == [], "\n".join(str(r) for r in reports)
+
+
 def test_convnext_at_a_second_image_size_compiles_whole():
     """Hugging Face ConvNeXt at a second image size: dynamo recompiles with
     symbolic H and W. Its views name sizes such as s//16 that no tensor
