@@ -5,10 +5,12 @@ float64 ones as eager's float32 are (SPEC section 4's rule), over two
 steps (the second runs the compiled graphs again). Deep gradients are
 ill-conditioned (ResNet-50's first conv's gradient is 2% off float64 in
 eager float32), so a fixed tolerance against eager would not do. Models
-without dropout, so that train mode is deterministic: a small LLaMA (its attention output goes from eager's
-attention kernel back through a permute and a view into the compiled
-projection), ViT-Tiny (q, k and v split for eager's attention) and
-ResNet-50 (batch norm in training mode)."""
+without dropout, so that train mode is deterministic: a small LLaMA (its
+attention output goes from eager's attention kernel back through a
+permute and a view into the compiled projection), ViT-Tiny (q, k and v
+split for eager's attention), ResNet-50 (batch norm in training mode),
+MobileNetV2 (depthwise convs, relu6) and the small U-Net (transposed
+convs, skip concatenations)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ def _first(out):
     ("llama_small", 2, {"seq": 64}),
     ("vit_tiny", 1, {}),
     ("resnet50", 2, {"size": 64}),
+    ("mobilenet_v2", 2, {"size": 64}),
+    ("unet_small", 1, {"size": 64}),
 ])
 def test_training_steps_match_eager(name, batch, kw):
     model, args = build(name, batch=batch, **kw)
