@@ -20,7 +20,7 @@ from torchair import _C
 from torchair.config import CompilerConfig
 from torchair.errors import TorchairError, Unsupported
 from torchair.frozen import FrozenGraph
-from torchair.lowering import AVAILABLE_OUTPUTS, LOWERINGS, Lowerer, meta
+from torchair.lowering import AVAILABLE_OUTPUTS, LOWERINGS, Lowerer, _zero_pad_parts, meta
 
 # Ops that move no data; a subgraph made only of these is not worth a C call.
 _VIEW_OPS = {
@@ -262,6 +262,76 @@ def _eager_views(gm: GraphModule, frozen_positions: Sequence[int]) -> set[Node]:
     return keep
 
 
+def _pads_to_cats(gm: GraphModule) -> None:
+    """A sum of zero pads whose windows tile their dim (select_backward's,
+    torchair.decompositions, over a qkv split) as an aten.cat in the graph,
+    before partitioning, so that _permutes_through_cats can see it. (The
+    lowering makes a cat of other sums of disjoint pads, gaps included.)"""
+    changed = False
+    for n in reversed(list(gm.graph.nodes)):
+        if n.op != "call_function" or n.target != torch.ops.aten.add.Tensor or not n.users:
+            continue
+        out = meta(n)
+        parts = _zero_pad_parts(n, out) if isinstance(out, torch.Tensor) else None
+        if parts is None or len(parts[1]) < 2:
+            continue
+        d, windows = parts
+        windows.sort(key=lambda w: w[0])
+        at = 0
+        for start, src in windows:
+            at = at + meta(src).shape[d] if start == at else -1
+        if at != out.shape[d]:
+            continue  # a gap or an overlap: left to the lowering
+        with gm.graph.inserting_before(n):
+            cat = gm.graph.call_function(torch.ops.aten.cat.default, ([src for _, src in windows], d))
+        cat.meta = dict(n.meta)
+        n.replace_all_uses_with(cat)
+        changed = True
+    if changed:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+
+
+def _permutes_through_cats(gm: GraphModule) -> None:
+    """permute(cat(xs, d), p) as cat([permute(x, p) for x], p.index(d)),
+    where the permute is the cat's only user: the cat then writes the
+    permuted layout itself. A ViT's qkv gradient (three [B, H, T, D] pieces
+    that eager's attention backward leaves in [B, T, H, D] memory) was
+    bound with three copies, joined, and permuted to [B, T, 3, H, D] for
+    the weight gradient; each permuted piece is now eager's contiguous
+    view (_views_out_to_eager) and the cat the one pass."""
+    changed = False
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or n.target != torch.ops.aten.permute.default:
+            continue
+        c, perm = n.args[0], list(n.args[1])
+        if not (isinstance(c, Node) and c.op == "call_function" and c.target == torch.ops.aten.cat.default
+                and len(c.users) == 1 and isinstance(meta(n), torch.Tensor)):
+            continue
+        rank = meta(n).dim()
+        perm = [p % rank for p in perm]
+        d = (c.args[1] if len(c.args) > 1 else c.kwargs.get("dim", 0)) % rank
+        pieces = []
+        with gm.graph.inserting_before(n):
+            for x in c.args[0]:
+                if not isinstance(x, Node) or not isinstance(meta(x), torch.Tensor) or meta(x).dim() != rank:
+                    break
+                v = gm.graph.call_function(torch.ops.aten.permute.default, (x, perm))
+                v.meta = {"val": torch.ops.aten.permute.default(meta(x), perm)}
+                pieces.append(v)
+            else:
+                joined = gm.graph.call_function(torch.ops.aten.cat.default, (pieces, perm.index(d)))
+                joined.meta = dict(n.meta)
+                n.replace_all_uses_with(joined)
+                changed = True
+                continue
+        for v in pieces:  # a piece that is no tensor of the rank: as it was
+            gm.graph.erase_node(v)
+    if changed:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+
+
 def _one_user_per_size_node(gm: GraphModule) -> None:
     """Gives every size node one user, copying it for each further user
     (latest first, so a chain of them is copied whole)."""
@@ -342,9 +412,14 @@ def _views_out_to_eager(gm: GraphModule, partitions: list[Partition]) -> list[Pa
             for n in reversed(list(p.nodes)):
                 if n.target not in _EAGER_VIEW_OPS or not isinstance(meta(n), torch.Tensor):
                     continue
-                src = n.args[0]
-                if (owner.get(src) is not p and isinstance(meta(src), torch.Tensor)
-                        and not meta(src).is_contiguous() and meta(n).is_contiguous()):
+                src = root = n.args[0]
+                # through views in p that only feed this one (an unsqueeze
+                # before the permute): they follow it out
+                while (owner.get(root) is p and root.target in _EAGER_VIEW_OPS and len(root.users) == 1
+                       and isinstance(root.args[0], Node)):
+                    root = root.args[0]
+                if (owner.get(root) is not p and isinstance(meta(root), torch.Tensor)
+                        and not meta(root).is_contiguous() and meta(n).is_contiguous()):
                     # a view that makes an input contiguous: the subgraph
                     # would copy the input to bind it, then copy it again
                     del p.nodes[n]
@@ -540,6 +615,9 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
     frozen_args, report.freezing, by_content = gm.meta.pop("torchair_freeze", ({}, "off", set()))
     # (training graphs only: an inference graph that returns a transpose of
     # its input is rare, and its op is then what the caller wants compiled)
+    if graph_kind in ("forward", "backward"):
+        _pads_to_cats(gm)
+        _permutes_through_cats(gm)
     eager_views = _eager_views(gm, list(frozen_args)) if graph_kind in ("forward", "backward") else set()
     report.total_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function" and not is_size_node(n))
     _one_user_per_size_node(gm)

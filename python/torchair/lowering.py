@@ -589,7 +589,13 @@ def _clone(L: Lowerer, n: Node) -> Value:
 
 @lowers(aten.permute.default)
 def _permute(L: Lowerer, n: Node) -> Value:
-    return L.node("permute", [L.value(n.args[0])], {"perm": list(n.args[1])})
+    x, perm = L.value(n.args[0]), list(n.args[1])
+    sizes = meta(n.args[0]).shape
+    moved = [d % len(sizes) for d in perm if not (isinstance(sizes[d], int) and sizes[d] == 1)]
+    if moved == sorted(moved):
+        # only dims of size 1 move: the same memory order, a reshape (no copy)
+        return L.node("reshape", [x], {"shape": L.dims(out_val(n).shape)})
+    return L.node("permute", [x], {"perm": perm})
 
 
 @lowers(aten.t.default, aten.transpose.int)
