@@ -417,17 +417,27 @@ def _zero_pad_window(n: Any) -> tuple[int, int, Node] | None:
     return meta(x).dim() - 1 - padded[0], pad[2 * padded[0]], x
 
 
-def _zero_pad_parts(n: Any, like: torch.Tensor) -> tuple[int, list[tuple[int, Node]]] | None:
+# adds deep enough to be something else than a split's gradients
+_PAD_SUM_DEPTH = 16
+
+
+def _zero_pad_parts(n: Any, like: torch.Tensor, depth: int = 0) -> tuple[int, list[tuple[int, Node]]] | None:
     """n as a sum of zero pads along one dim, each of like's shape and dtype:
-    (dim, [(start, unpadded source)]), or None."""
+    (dim, [(start, unpadded source)]), or None. An add both of whose
+    operands are pads or adds is looked into, to a bounded depth: every add
+    of a residual stream asks, and must not walk the stream (quadratic, and
+    Python's recursion limit past a thousand layers)."""
     m = meta(n) if isinstance(n, Node) else None
     if not isinstance(m, torch.Tensor) or m.shape != like.shape or m.dtype != like.dtype:
         return None
     if (w := _zero_pad_window(n)) is not None:
         return w[0], [(w[1], w[2])]
-    if n.target != aten.add.Tensor or n.kwargs.get("alpha", 1) != 1 or len(n.args) != 2:
+    if n.target != aten.add.Tensor or n.kwargs.get("alpha", 1) != 1 or len(n.args) != 2 or depth >= _PAD_SUM_DEPTH:
         return None
-    a, b = (_zero_pad_parts(v, like) for v in n.args)
+    if not all(isinstance(v, Node) and (v.target == aten.add.Tensor or _zero_pad_window(v)) for v in n.args):
+        return None
+    a = _zero_pad_parts(n.args[0], like, depth + 1)
+    b = _zero_pad_parts(n.args[1], like, depth + 1) if a is not None else None
     if a is None or b is None or a[0] != b[0]:
         return None
     return a[0], a[1] + b[1]

@@ -122,3 +122,19 @@ def test_sums_of_zero_pads(fn, cats, adds):
     assert (steps.count("cat"), steps.count("add")) == (cats, adds), steps
     if fn is three_windows:  # the cat keeps -0.0, as eager's select_backward does
         assert torch.signbit(out[0, 0, 0]) and not torch.signbit(ref[0, 0, 0])
+
+
+def test_a_long_residual_stream_compiles():
+    # every add asks whether it sums zero pads; one of a residual stream must
+    # not walk the stream back (past Python's recursion limit it raised)
+    ws = [0.001 * i for i in range(1100)]
+
+    def stream(x):
+        for w in ws:
+            x = x + torch.tanh(x * w)
+        return x
+
+    compiled, reports = compile_recording(stream)
+    x = torch.randn(32)
+    torch.testing.assert_close(compiled(x), stream(x), rtol=1e-4, atol=1e-4)
+    assert any(s.compiled for r in reports for s in r.subgraphs)
