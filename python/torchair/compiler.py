@@ -276,6 +276,8 @@ def _pads_to_cats(gm: GraphModule) -> None:
         if parts is None or len(parts[1]) < 2:
             continue
         d, windows = parts
+        if not isinstance(out.shape[d], int) or any(not isinstance(meta(src).shape[d], int) for _, src in windows):
+            continue  # (a symbolic extent: no guard on it from here)
         windows.sort(key=lambda w: w[0])
         at = 0
         for start, src in windows:
