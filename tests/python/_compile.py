@@ -32,3 +32,20 @@ def compile_recording(fn: Any, options: dict[str, Any] | None = None, **kwargs: 
 
 def fallbacks(reports: list[CompileReport]) -> list[tuple[str, str, str]]:
     return [f for r in reports for f in r.fallbacks]
+
+
+def kernel_steps(reports: list[CompileReport], graph: str) -> list[tuple[str, str, str]]:
+    """(op, kernel, output type) of every step of the compiled subgraphs of
+    one graph kind ("inference", "forward", "backward"), from their reports'
+    "kernels per step" tables; an alias step's kernel is "(alias)"."""
+    steps = []
+    for r in reports:
+        if r.graph != graph:
+            continue
+        for s in r.subgraphs:
+            text = s.air_report
+            for line in text[text.index("kernels per step:"):text.index("memory (")].splitlines()[1:]:
+                parts = line.split()
+                if len(parts) > 3:
+                    steps.append((parts[1], parts[2], parts[3]))
+    return steps

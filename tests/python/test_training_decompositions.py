@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from _compile import compile_recording
+from _compile import compile_recording, kernel_steps
 
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
@@ -53,15 +53,7 @@ def test_select_backward_gradients_match_eager(fn, shapes):
 
 def _kernels(reports, graph: str) -> list[str]:
     """The op of each step of the compiled subgraphs of one graph kind."""
-    steps = []
-    for r in reports:
-        if r.graph != graph:
-            continue
-        for s in r.subgraphs:
-            text = s.air_report
-            table = text[text.index("kernels per step:"):text.index("memory (")].splitlines()[1:]
-            steps += [line.split()[1] for line in table if line.strip()]
-    return steps
+    return [op for op, _, _ in kernel_steps(reports, graph)]
 
 
 def test_qkv_backward_joins_the_pads_in_one_cat():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from _compile import compile_recording
+from _compile import compile_recording, kernel_steps
 from torchair.compiler import EAGER_VIEW_REASON
 
 
@@ -134,17 +134,8 @@ class Attention(torch.nn.Module):
 
 def _copying_view_kernels(reports, graph: str) -> list[str]:
     """Steps of the compiled subgraphs that copy for a view op."""
-    found = []
-    for r in reports:
-        if r.graph != graph:
-            continue
-        for s in r.subgraphs:
-            text = s.air_report
-            for line in text[text.index("kernels per step:"):text.index("memory (")].splitlines()[1:]:
-                parts = line.split()
-                if len(parts) > 2 and parts[1] in ("permute", "slice", "reshape") and parts[2] != "(alias)":
-                    found.append(f"{parts[1]} {parts[2]} {parts[3]}")
-    return found
+    return [f"{op} {kernel} {out}" for op, kernel, out in kernel_steps(reports, graph)
+            if op in ("permute", "slice", "reshape") and kernel != "(alias)"]
 
 
 def test_views_between_subgraphs_and_eager_are_not_copied():
