@@ -8,6 +8,22 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+/* Linux lets a process use AMX tile data only once it has asked
+ * (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); the leave is the
+ * whole process's, its threads' too. */
+static int amx_permitted(void)
+{
+#if defined(__linux__) && defined(SYS_arch_prctl)
+	return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+#else
+	return 0;
+#endif
+}
 
 static unsigned long long xgetbv0(void)
 {
@@ -51,6 +67,10 @@ static unsigned probe(void)
 		__cpuid_count(7, 1, a1, b1, c1, d1);
 		if ((a1 >> 5) & 1)
 			f |= KCPU_AVX512BF16;
+		/* AMX: CPUID, tile state enabled in XCR0 (bits 17, 18), the OS's leave */
+		int tile = (d >> 24) & 1, bf16 = (d >> 22) & 1;
+		if (tile && bf16 && (xcr0 & 0x60000) == 0x60000 && amx_permitted())
+			f |= KCPU_AMXTILE | KCPU_AMXBF16;
 	}
 	return f;
 }
@@ -73,6 +93,8 @@ static void init(void)
 		enabled = 0;
 	else if (isa && strcmp(isa, "avx2") == 0)
 		enabled &= KCPU_AVX2 | KCPU_F16C;
+	else if (isa && strcmp(isa, "avx512") == 0)
+		enabled &= ~(unsigned)(KCPU_AMXTILE | KCPU_AMXBF16);
 }
 
 unsigned kcpu_features(void)

@@ -11,14 +11,19 @@ enum {
 	KCPU_AVX512VNNI = 1u << 5,
 	KCPU_F16C = 1u << 6,
 	KCPU_AVX512DQ = 1u << 7,
+	KCPU_AMXTILE = 1u << 8, /* AMX-TILE with the OS's leave to use tile data */
+	KCPU_AMXBF16 = 1u << 9,
 	/* what the AVX-512 kernels (compiled with -mavx512f/bw/vl/dq) need */
 	KCPU_AVX512 = KCPU_AVX2 | KCPU_AVX512F | KCPU_AVX512BW | KCPU_AVX512VL | KCPU_AVX512DQ,
+	/* what the AMX GEMM (kernels/gemm_amx.h) needs */
+	KCPU_AMX = KCPU_AVX512 | KCPU_AVX512BF16 | KCPU_AMXTILE | KCPU_AMXBF16,
 };
 
 /* Features of this CPU, less those disabled by AIR_ISA:
  *   AIR_ISA=scalar  portable C only
  *   AIR_ISA=avx2    at most AVX2+FMA
- *   AIR_ISA=avx512  everything detected (default)
+ *   AIR_ISA=avx512  at most AVX-512 (no AMX)
+ *   AIR_ISA=amx     everything detected (the default)
  * Read once; later changes of the variable have no effect. */
 unsigned kcpu_features(void);
 

@@ -36,6 +36,7 @@
 #include "core/error.h"
 #include "kernels/conv_nhwc.h" /* kconv_transpose */
 #include "kernels/cpu.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/gemm_internal.h"
 #include "kernels/kernel.h"
 #include "kernels/ref/linalg.h" /* kref_act_f64: the oracle's activations */
@@ -309,6 +310,7 @@ struct kgemm_packed_b {
 	int nr;
 	size_t bytes;
 	float *data; /* KGEMM_ALIGN-aligned panels */
+	int amx_ok;  /* every value in kamx_in_range's range (0: not known) */
 };
 
 air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int64_t cs_b,
@@ -345,6 +347,7 @@ air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int6
 			return air_error(AIR_OUT_OF_MEMORY, "kgemm_pack_b: no memory for %zu bytes", bytes);
 		}
 		kgemm_pack_b_panels(K, N, 0, K, B, rs_b, cs_b, NULL, uk->nr, 0, N, p->data);
+		p->amx_ok = kamx_available() && uk->nr == KAMX_PANEL && kamx_in_range(p->data, nfloats);
 	}
 	*out = p;
 	return AIR_OK;
@@ -372,6 +375,7 @@ kgemm_packed_b *kgemm_packed_b_init(void *mem, int64_t K, int64_t N)
 	p->nr = kgemm_ukernel()->nr;
 	p->bytes = kgemm_packed_b_size(K, N) - kgemm_align(sizeof *p);
 	p->data = (float *)((char *)mem + kgemm_align(sizeof *p));
+	p->amx_ok = 0; /* filled by the caller: never checked */
 	return p;
 }
 
@@ -474,7 +478,8 @@ static int kgemm_empty(int64_t M, int64_t N, int64_t K)
 	return M <= 0 || N <= 0 || K <= 0;
 }
 
-size_t kgemm_packed_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
+/* The per-thread A blocks of the f32 kernels. */
+static size_t kgemm_slots_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
 {
 	if (kgemm_empty(M, N, K))
 		return 0;
@@ -483,12 +488,19 @@ size_t kgemm_packed_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthread
 	return (size_t)nthreads * kgemm_slot_bytes(kgemm_ukernel(), M, K);
 }
 
+size_t kgemm_packed_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
+{
+	size_t f32 = kgemm_slots_workspace_bytes(M, N, K, nthreads);
+	size_t amx = kgemm_empty(M, N, K) ? 0 : kamx_workspace_bytes(M, N, K, nthreads);
+	return amx > f32 ? amx : f32;
+}
+
 /* kgemm_f32's workspace for row-major A: room for either way of running B. */
 static size_t kgemm_base_workspace_bytes(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K,
 					 int nthreads)
 {
 	return kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float)) +
-	       kgemm_packed_workspace_bytes(M, N, K, nthreads) + (size_t)nthreads * kgemm_panel_bytes(uk, M, K);
+	       kgemm_slots_workspace_bytes(M, N, K, nthreads) + (size_t)nthreads * kgemm_panel_bytes(uk, M, K);
 }
 
 /* Bytes of all of A packed once (kgemm_pack_a_whole). */
@@ -505,7 +517,11 @@ size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int64_t cs_a, int 
 	if (nthreads < 1)
 		nthreads = 1;
 	size_t bytes = kgemm_base_workspace_bytes(uk, M, N, K, nthreads);
-	return cs_a == 1 ? bytes : bytes + kgemm_whole_a_bytes(uk, M, K);
+	if (cs_a != 1)
+		bytes += kgemm_whole_a_bytes(uk, M, K);
+	/* enough for kgemm_f32_packed too (gemm.h) */
+	size_t amx = kamx_workspace_bytes(M, N, K, nthreads);
+	return amx > bytes ? amx : bytes;
 }
 
 /* Batch items whose packed B fit in one round of the batched call. */
@@ -521,7 +537,7 @@ size_t kgemm_batched_workspace_bytes(int64_t batch, int64_t M, int64_t N, int64_
 	if (batch <= 0 || kgemm_empty(M, N, K))
 		return 0;
 	size_t item = kgemm_align(kgemm_packed_floats(K, N, kgemm_ukernel()->nr) * sizeof(float));
-	return (size_t)kgemm_batch_chunk(batch, N, K) * item + kgemm_packed_workspace_bytes(M, N, K, nthreads);
+	return (size_t)kgemm_batch_chunk(batch, N, K) * item + kgemm_slots_workspace_bytes(M, N, K, nthreads);
 }
 
 /* ---- the parallel loops ------------------------------------------------- */
@@ -1024,6 +1040,21 @@ void kgemm_f32_packed_cols(int64_t M, int64_t N, int64_t K, const float *A, int6
 		return;
 	if (j0 % uk->nr != 0 || j0 + N > k_cdiv(B->N, uk->nr) * uk->nr || K != B->K)
 		return; /* unreachable for callers that keep the contract */
+	const float *panels = B->data + (j0 / uk->nr) * K * uk->nr;
+	if (B->amx_ok && cs_a == 1 && kamx_wanted(M, N, K)) {
+		/* rows the AMX path leaves (A out of its range) go on below */
+		const int64_t done = kamx_gemm(M, N, K, A, rs_a, panels, C, ldc, ep, pool, workspace);
+		if (done == M)
+			return;
+		k_epilogue rest = *ep;
+		if (rest.residual)
+			rest.residual += done * rest.ld_residual;
+		if (rest.bias_m)
+			rest.bias_m += done;
+		kgemm_run(uk, 1, M - done, N, K, A + done * rs_a, 0, rs_a, cs_a, panels, 0, C + done * ldc, 0, ldc,
+			  &rest, pool, workspace, NULL);
+		return;
+	}
 	kgemm_run(uk, 1, M, N, K, A, 0, rs_a, cs_a, B->data + (j0 / uk->nr) * K * uk->nr, 0, C, 0, ldc, ep, pool,
 		  workspace, NULL);
 }
