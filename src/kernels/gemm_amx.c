@@ -105,7 +105,9 @@ typedef struct kamx_job {
 	int64_t M, N, K, nch;
 	const float *A;
 	int64_t rs_a;
-	const float *Bpanels;
+	const float *Bpanels; /* B as f32 panels, or */
+	const float *Bt;      /* B transposed, rows ldbt apart */
+	int64_t ldbt;
 	float *C;
 	int64_t ldc;
 	const k_epilogue *ep;
@@ -120,7 +122,7 @@ typedef struct kamx_job {
 	int64_t panels_per_task; /* B panels per column group */
 	int64_t apanels_per_task; /* A panels per row block, or per split task */
 	int fused; /* each task splits its own rows of A (nm > 1) */
-	atomic_int a_bad;
+	atomic_int a_bad, b_bad;
 } kamx_job;
 
 static void kamx_split_a_task(void *ctx, int64_t t, int thread)
@@ -210,9 +212,18 @@ static void kamx_columns(const kamx_job *j, int64_t ra, int64_t rb, int64_t q0, 
 	for (int64_t kb = 0; kb < j->nkb; kb++) {
 		const int64_t c0 = kb * j->kchunks, nc = c0 + j->kchunks < j->nch ? j->kchunks : j->nch - c0;
 		const int first = kb == 0, last = kb == j->nkb - 1;
-		for (int64_t q = q0; q < q1; q++)
-			kamx_split_b(j->Bpanels + q * j->K * 32, j->K, c0 * 32, nc,
-				     bsplit + (q - q0) * nc * KAMX_CHUNK_U16);
+		for (int64_t q = q0; q < q1; q++) {
+			uint16_t *dst = bsplit + (q - q0) * nc * KAMX_CHUNK_U16;
+			if (!j->Bt) {
+				kamx_split_b(j->Bpanels + q * j->K * 32, j->K, c0 * 32, nc, dst);
+				continue;
+			}
+			const int n = (int)(j->N - q * 32 < 32 ? j->N - q * 32 : 32);
+			if (!kamx_split_bt(j->Bt + q * 32 * j->ldbt, j->ldbt, n, j->K, c0 * 32, nc, dst)) {
+				atomic_store_explicit((atomic_int *)&j->b_bad, 1, memory_order_relaxed);
+				return;
+			}
+		}
 		for (int64_t i0 = ra; i0 < rb; i0 += 32) {
 			const int m = (int)(rb - i0 < 32 ? rb - i0 : 32);
 			const uint16_t *ap = j->asplit + (((i0 - j->m0) / 32) * j->nch + c0) * KAMX_CHUNK_U16;
@@ -253,9 +264,12 @@ static void kamx_columns(const kamx_job *j, int64_t ra, int64_t rb, int64_t q0, 
 	}
 }
 
-int64_t kamx_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bpanels,
-		  float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)
+static int64_t kamx_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bpanels,
+			const float *Bt, int64_t ldbt, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
+			void *workspace)
 {
+	if (!kamx_available())
+		return 0;
 	const int nthreads = rt_pool_size(pool);
 	kamx_job j;
 	memset(&j, 0, sizeof j);
@@ -270,6 +284,8 @@ int64_t kamx_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a,
 	j.A = A;
 	j.rs_a = rs_a;
 	j.Bpanels = Bpanels;
+	j.Bt = Bt;
+	j.ldbt = ldbt;
 	j.C = C;
 	j.ldc = ldc;
 	j.ep = ep;
@@ -310,7 +326,10 @@ int64_t kamx_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a,
 				return m0; /* nothing of this pass is written yet */
 			j.apanels_per_task = apan;
 		}
+		atomic_store(&j.b_bad, 0);
 		rt_pool_run(pool, j.fused ? j.nm : j.nn, kamx_task, &j);
+		if (atomic_load(&j.b_bad))
+			return 0; /* (only from kamx_gemm_bt: B packed was checked) */
 		if (atomic_load(&j.a_bad))
 			return m0; /* the f32 kernels redo the pass: C is not the residual */
 		atomic_fetch_add_explicit(&kamx_pass_count, 1, memory_order_relaxed);
@@ -318,7 +337,27 @@ int64_t kamx_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a,
 	return M;
 }
 
+int64_t kamx_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bpanels,
+		  float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)
+{
+	return kamx_run(M, N, K, A, rs_a, Bpanels, NULL, 0, C, ldc, ep, pool, workspace);
+}
+
+int64_t kamx_gemm_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bt, int64_t ldbt,
+		     float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)
+{
+	return kamx_run(M, N, K, A, rs_a, NULL, Bt, ldbt, C, ldc, ep, pool, workspace);
+}
+
 #else
+
+int64_t kamx_gemm_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bt, int64_t ldbt,
+		     float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)
+{
+	(void)M, (void)N, (void)K, (void)A, (void)rs_a, (void)Bt, (void)ldbt, (void)C, (void)ldc, (void)ep, (void)pool;
+	(void)workspace;
+	return 0;
+}
 
 int64_t kamx_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bpanels,
 		  float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)

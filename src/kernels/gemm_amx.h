@@ -53,6 +53,14 @@ int kamx_in_range(const float *x, size_t n);
 int64_t kamx_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bpanels,
 		  float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace);
 
+/* The same with B given transposed, as a linear's weight is: B[k][n] at
+ * Bt[n * ldbt + k], read in place (split block by block as it is used).
+ * Returns M when done; anything less (B or A out of range) leaves C partly
+ * written, for the caller to compute again with the f32 kernels: the
+ * residual must not be C. */
+int64_t kamx_gemm_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bt, int64_t ldbt,
+		     float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace);
+
 /* Passes (row blocks of A) the path has run in this process: for tests
  * that must know which kernels ran. */
 uint64_t kamx_passes(void);
@@ -77,6 +85,11 @@ int kamx_split_a(int m, int64_t K, const float *A, int64_t rs_a, int64_t nch, ui
 /* Splits rows [k0, k0 + nch * 32) of one f32 B panel (K rows of 32
  * floats) into a split B panel of nch chunks, zero past K. */
 void kamx_split_b(const float *panel, int64_t K, int64_t k0, int64_t nch, uint16_t *dst);
+
+/* The same from B transposed: columns [0, n) (n <= 32) at bt + j * ldbt,
+ * contiguous along K; columns past n are zero. Returns 0 if a value is out
+ * of range, 1 otherwise. */
+int kamx_split_bt(const float *bt, int64_t ldbt, int n, int64_t K, int64_t k0, int64_t nch, uint16_t *dst);
 
 /* The 32 x 32 block at out (rows ld_out floats apart) = the block at from
  * (rows ld_from apart; NULL: zeros) + the split A panel ap times the split

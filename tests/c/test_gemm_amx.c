@@ -231,6 +231,45 @@ static void test_declines(rt_pool *pool, int amx)
 	free(E);
 }
 
+/* kamx_gemm_bt: B read transposed, as linear_rows passes a weight */
+static void test_transposed_b(rt_pool *pool, int amx)
+{
+	static const int64_t shapes[][3] = {{256, 130, 600}, {130, 600, 129}, {300, 520, 1100}};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+		float *A = floats((size_t)(M * K)), *W = floats((size_t)(N * K)), *R = floats((size_t)(M * N));
+		float *B = malloc((size_t)(K * N) * 4), *bn = floats((size_t)N);
+		float *C = malloc((size_t)(M * N) * 4), *E = malloc((size_t)(M * N) * 4);
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t k = 0; k < K; k++)
+				B[k * N + n] = W[n * K + k];
+		k_epilogue ep = k_epilogue_none();
+		ep.bias_n = bn;
+		ep.residual = R;
+		ep.ld_residual = N;
+		ep.act = K_ACT_GELU;
+		reference(M, N, K, A, B, E, &ep);
+		void *ws = malloc(kamx_workspace_bytes(M, N, K, rt_pool_size(pool)) + 1);
+		int64_t done = kamx_gemm_bt(M, N, K, A, K, W, K, C, N, &ep, pool, ws);
+		CHECK(kamx_wanted(M, N, K));
+		CHECK(done == (amx ? M : 0));
+		if (done == M)
+			CHECK(count_bad(M, N, K, A, B, C, E, 2.0) == 0);
+		/* a weight out of range: declined */
+		W[(N - 1) * K + K - 1] = 1e30f;
+		if (amx)
+			CHECK(kamx_gemm_bt(M, N, K, A, K, W, K, C, N, &ep, pool, ws) == 0);
+		free(ws);
+		free(A);
+		free(W);
+		free(R);
+		free(B);
+		free(bn);
+		free(C);
+		free(E);
+	}
+}
+
 int main(void)
 {
 	const int amx = kamx_available();
@@ -243,6 +282,7 @@ int main(void)
 			CHECK_OK(rt_pool_create(threads, &pool));
 		test_accuracy(pool, amx);
 		test_shapes(pool, amx);
+		test_transposed_b(pool, amx);
 		if (threads == 2) /* long: once */
 			test_declines(pool, amx);
 		rt_pool_destroy(pool);

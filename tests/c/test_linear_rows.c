@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "pass_graph.h"
+#include "kernels/gemm_amx.h"
 
 typedef struct lin_case {
 	int64_t M, K, N;
@@ -163,9 +164,13 @@ int main(void)
 				}
 	/* past 512 tokens the blocked GEMM takes every K (three token blocks,
 	 * the last of 8) */
+	/* (and, from 512 tokens, the AMX GEMM where the CPU has it: both
+	 * the borrowed weight's kernel and the packed one take it) */
 	lin_case many[] = {{520, 1030, 515, 1, 1, 3, 1}, {520, 1030, 515, 0, 0, 0, 0}};
+	const uint64_t amx_before = kamx_passes();
 	for (size_t i = 0; i < sizeof many / sizeof many[0]; i++)
 		check_case(&many[i]);
+	CHECK(kamx_available() ? kamx_passes() >= amx_before + 4 : kamx_passes() == amx_before);
 	lin_case owned = {32, 256, 256, 1, 0, 0, 0}, few = {15, 256, 256, 1, 0, 0, 0}, narrow = {32, 192, 768, 1, 0, 0, 0};
 	lin_case small = {32, 512, 512, 1, 0, 0, 0}; /* 1 MiB: under the 2 MiB a borrowed weight needs */
 	check_packed(&owned, 0);
@@ -173,7 +178,7 @@ int main(void)
 	check_packed(&narrow, 1);
 	check_packed(&small, 1);
 	lin_case inputs[] = {{128, 768, 768, 1, 0, 0, 0}, {21, 257, 259, 0, 1, 1, 0}, {300, 256, 263, 1, 1, 3, 0},
-			     {40, 4100, 256, 1, 0, 5, 0}};
+			     {40, 4100, 256, 1, 0, 5, 0}, {600, 700, 520, 1, 1, 3, 0}};
 	for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
 		check_input_weight(&inputs[i], 1);
 	check_input_weight(&few, 0);

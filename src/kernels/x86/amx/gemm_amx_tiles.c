@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/gemm_amx.h"
+#include "kernels/x86/avx512/transpose_avx512.h"
 
 /* Tiles 0-3: the C block's four 16 x 16 quarters; 4-5: the A parts' two
  * row halves; 6-7: the B parts' two column halves. Every tile is 16 rows
@@ -138,6 +139,44 @@ void kamx_split_b(const float *panel, int64_t K, int64_t k0, int64_t nch, uint16
 							    pairs(p[0][h][part], p[1][h][part]));
 		}
 	}
+}
+
+int kamx_split_bt(const float *bt, int64_t ldbt, int n, int64_t K, int64_t k0, int64_t nch, uint16_t *dst)
+{
+	__mmask16 bad = 0;
+	for (int64_t c = 0; c < nch; c++) {
+		uint16_t *blk = dst + c * KAMX_CHUNK_U16;
+		const int64_t k = k0 + c * 32;
+		const __mmask16 m0 = k_mask(K - k), m1 = k_mask(K - k - 16);
+		for (int h = 0; h < 2; h++) {
+			/* r[part][column]: the column's 32 values of K as 16
+			 * pairs of bf16, one per 32-bit lane; transposed, lane
+			 * j of r[part][pair] is column j's pair, as the tile
+			 * has it */
+			__m512 r[3][16];
+			for (int col = 0; col < 16; col++) {
+				const int j = 16 * h + col;
+				__m512 x0 = _mm512_setzero_ps(), x1 = _mm512_setzero_ps();
+				if (j < n) {
+					x0 = _mm512_maskz_loadu_ps(m0, bt + j * ldbt + k);
+					x1 = _mm512_maskz_loadu_ps(m1, bt + j * ldbt + k + 16);
+					bad |= out_of_range(x0) | out_of_range(x1);
+				}
+				__m256i a[3], b[3];
+				split16(x0, &a[0], &a[1], &a[2]);
+				split16(x1, &b[0], &b[1], &b[2]);
+				for (int part = 0; part < 3; part++)
+					r[part][col] = _mm512_castsi512_ps(
+						_mm512_inserti64x4(_mm512_castsi256_si512(a[part]), b[part], 1));
+			}
+			for (int part = 0; part < 3; part++) {
+				k16_transpose(r[part]);
+				for (int pr = 0; pr < 16; pr++)
+					_mm512_storeu_ps((float *)(blk + part * 1024 + h * 512 + pr * 32), r[part][pr]);
+			}
+		}
+	}
+	return bad == 0;
 }
 
 #define A_TILE(p, t) (ap + (p) * 1024 + (t) * 512)
