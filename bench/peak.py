@@ -20,6 +20,8 @@ class Peak:
     threads: int = 1
     compiler: str = ""
     error: str | None = None
+    # what torchair's own kernels run with (torchair._C.isa(): amx, avx512, ...)
+    torchair_isa: str | None = None
 
     def gflops(self, threads: int) -> float | None:
         """Peak for the given thread count (the 1-thread figure scaled if not measured)."""
@@ -64,4 +66,14 @@ def measure_peak(threads: int, seconds: float = 0.6) -> Peak:
         gflops_nthreads=float(out[threads]["gflops"]),
         threads=threads,
         compiler=" ".join(build[:-3]),
+        torchair_isa=_torchair_isa(),
     )
+
+
+def _torchair_isa() -> str | None:
+    try:
+        import torchair
+
+        return str(torchair._C.isa())
+    except Exception:  # noqa: BLE001 - the probe's figures stand without it
+        return None

@@ -113,8 +113,19 @@ def _peak_line(peak: dict[str, Any]) -> list[str]:
             f"- fp32 FMA peak (bench/peak_probe.c, {peak.get('isa')}): {_f(peak.get('gflops_1thread'), '{:.1f}')} GFLOP/s"
             f" on 1 thread, {_f(peak.get('gflops_nthreads'), '{:.1f}')} on {peak.get('threads')};"
             " % of peak uses the figure for the run's thread count"
+            + (
+                "; torchair's large f32 GEMMs run on AMX tiles as three-part bf16 products with f32 sums"
+                " (docs/design.md), which can exceed this f32 FMA peak"
+                if results_isa(peak) == "amx"
+                else ""
+            )
         )
     ]
+
+
+def results_isa(peak: dict[str, Any]) -> str | None:
+    """The ISA torchair's kernels ran with (torchair._C.isa()), as the run recorded it."""
+    return peak.get("torchair_isa")
 
 
 def markdown(results: dict[str, Any], png_name: str | None) -> str:

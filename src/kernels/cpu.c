@@ -112,6 +112,8 @@ unsigned kcpu_detected(void)
 const char *kcpu_isa_name(void)
 {
 	unsigned f = kcpu_features();
+	if ((f & KCPU_AMX) == KCPU_AMX)
+		return "amx";
 	if (f & KCPU_AVX512F)
 		return "avx512";
 	if (f & KCPU_AVX2)

@@ -30,8 +30,8 @@ unsigned kcpu_features(void);
 /* Features detected from CPUID, ignoring AIR_ISA. */
 unsigned kcpu_detected(void);
 
-/* A short name of the widest ISA in kcpu_features(): "avx512", "avx2" or
- * "scalar". */
+/* A short name of the widest ISA in kcpu_features(): "amx" (AVX-512 with
+ * AMX, which the GEMM uses), "avx512", "avx2" or "scalar". */
 const char *kcpu_isa_name(void);
 
 #endif

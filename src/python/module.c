@@ -773,7 +773,7 @@ static PyMethodDef module_methods[] = {
 	{"set_num_threads", mod_set_num_threads, METH_VARARGS, "threads of the default pool"},
 	{"get_num_threads", mod_get_num_threads, METH_NOARGS, "threads of the default pool"},
 	{"op_names", mod_op_names, METH_NOARGS, "the op table's names"},
-	{"isa", mod_isa, METH_NOARGS, "the ISA kernels are chosen for: avx512, avx2 or scalar"},
+	{"isa", mod_isa, METH_NOARGS, "the ISA kernels are chosen for: amx (AVX-512 and AMX), avx512, avx2 or scalar"},
 	{"version", mod_version, METH_NOARGS, "libair version as MAJOR*10000+MINOR*100+PATCH"},
 	{NULL, NULL, 0, NULL},
 };
