@@ -15,6 +15,7 @@
 #include "host_threads.h"
 #include "output_pool.h"
 #include "kernels/cpu.h"
+#include "kernels/gemm_amx.h"
 
 static PyObject *Error; /* torchair._C.Error, a RuntimeError */
 
@@ -762,6 +763,11 @@ static PyObject *mod_output_pool_stats(PyObject *m, PyObject *unused)
 	return output_pool_stats();
 }
 
+static PyObject *mod_amx_passes(PyObject *m, PyObject *unused)
+{
+	return PyLong_FromUnsignedLongLong(kamx_passes());
+}
+
 static PyMethodDef module_methods[] = {
 	{"output_block", mod_output_block, METH_VARARGS,
 	 "output_block(nbytes) -> a writable buffer for a model output, from the pool of kept pages"},
@@ -770,6 +776,7 @@ static PyMethodDef module_methods[] = {
 	{"use_openmp", mod_use_openmp, METH_VARARGS,
 	 "use_openmp(path or None) -> bool: run parallel loops on the OpenMP runtime loaded from path"},
 	{"openmp_loops", mod_openmp_loops, METH_NOARGS, "parallel loops run through OpenMP so far"},
+	{"amx_passes", mod_amx_passes, METH_NOARGS, "row blocks of GEMMs run on AMX tiles so far (docs/design.md)"},
 	{"set_num_threads", mod_set_num_threads, METH_VARARGS, "threads of the default pool"},
 	{"get_num_threads", mod_get_num_threads, METH_NOARGS, "threads of the default pool"},
 	{"op_names", mod_op_names, METH_NOARGS, "the op table's names"},
