@@ -55,16 +55,20 @@ int kamx_available(void)
 #endif
 }
 
-/* Where it beat the f32 kernels on 2 threads (tests/c/bench_gemm.c, both
- * builds' runs side by side): B is split on every call, and A too, so
- * each needs enough rows or columns of the other to repay it. Won: squares
- * from 256 (1.05x; 1.3-1.5x from 512), BERT's M = 128 linears (1.16-1.27x),
- * ResNet-50's 784 x 128 and 196 x 1024 products (1.10-1.32x). Lost, and
- * left out: N = 64 (0.81-0.86x with K >= 256), 196 x 256 (0.89-0.91x),
- * N = 49 (0.76-0.92x). */
+/* Where it beat the f32 kernels: B is split on every call, and A too, so
+ * each needs enough rows or columns of the other to repay it, and in a
+ * model the weight comes cold from memory, where the f32 kernels stream it
+ * while they compute and this path splits a block of it before computing.
+ * With the weights hot (tests/c/bench_gemm.c, 2 threads, AIR_ISA=avx512
+ * beside it): squares from 512 1.3-1.5x (256^3 1.05x), ResNet-50's 784 x
+ * 128 and 784 x 512 products 1.10-1.32x, BERT's M = 128 linears
+ * 1.16-1.27x; lost: N = 64 (0.81-0.86x with K >= 256), 196 x 256
+ * (0.89-0.91x), N = 49 (0.76-0.92x). In models (python -m bench, the
+ * two ISAs one after the other) M = 128-197 lost: ViT-Tiny 1.33x -> 1.22x
+ * eager, GPT-2 1.41x -> 1.38x; from 512 rows it won (linear_rows.c). */
 int kamx_wanted(int64_t M, int64_t N, int64_t K)
 {
-	return M >= 128 && N >= 128 && K >= 64 && !(M < 256 && N < 512);
+	return M >= 512 && N >= 128 && K >= 64;
 }
 
 /* Rows of A split at a time: whole panels, KAMX_A_BYTES' worth, at least 256. */
