@@ -299,16 +299,22 @@ static int64_t kamx_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t
 	j.slots = (char *)workspace + align128((size_t)cdiv(rows, 32) * (size_t)j.nch * KAMX_CHUNK_U16 * 2);
 	j.slot_bytes = kamx_slot_bytes(N, K);
 	/* Tasks: groups of up to KAMX_TASK_PANELS of B's panels, as many as a
-	 * multiple of the threads, all sharing A split once beforehand; or,
-	 * for B too narrow to give each thread a few panels, row blocks of A,
-	 * one per thread, each splitting its own rows and all of B: with the
-	 * column split a 3136 x 64 @ 64 x 64 product ran at 0.57x the f32
-	 * kernels on 2 threads, each thread reading the A the other split
-	 * from the other core's cache. A residual that is C itself keeps the
+	 * multiple of the threads, all sharing A split once beforehand; or
+	 * row blocks of A, one per thread, each splitting its own rows and all
+	 * of B, where B is no larger than A or too narrow to give each thread
+	 * a few panels. With the column split each thread reads the half of A
+	 * the other split from the other core's cache: a 3136 x 64 @ 64 x 64
+	 * product ran at 0.57x the f32 kernels on 2 threads, and squares
+	 * (tests/c/bench_gemm.c, % of the f32 probe, columns -> rows) 512^3
+	 * 98-101% -> 116%, 1024^3 111% -> 121%, 1536^3 102-104% -> 110%, 2048^3
+	 * 101-103% -> 100%. Where B is the larger, splitting all of it on
+	 * each thread costs more: eight cold 768 <-> 3072 linears at 512 tokens
+	 * 1.23x/1.26x eager with columns, 1.16x/1.21x with rows (2048 x 768 @
+	 * 768 x 768: 1.28x -> 1.47x). A residual that is C itself keeps the
 	 * column split: a row block that finds its A out of range leaves the
 	 * pass to the f32 kernels after other blocks wrote theirs. */
 	const int64_t npan = cdiv(N, 32);
-	const int narrow = nthreads > 1 && npan < 4 * (int64_t)nthreads && ep->residual != C;
+	const int narrow = nthreads > 1 && (npan < 4 * (int64_t)nthreads || M >= N) && ep->residual != C;
 	j.nn = cdiv(npan, KAMX_TASK_PANELS);
 	if (nthreads > 1 && npan >= nthreads && !narrow)
 		j.nn = cdiv(j.nn, nthreads) * nthreads;
