@@ -1041,22 +1041,20 @@ void kgemm_f32_packed_cols(int64_t M, int64_t N, int64_t K, const float *A, int6
 	if (j0 % uk->nr != 0 || j0 + N > k_cdiv(B->N, uk->nr) * uk->nr || K != B->K)
 		return; /* unreachable for callers that keep the contract */
 	const float *panels = B->data + (j0 / uk->nr) * K * uk->nr;
-	if (B->amx_ok && cs_a == 1 && kamx_wanted(M, N, K)) {
-		/* rows the AMX path leaves (A out of its range) go on below */
-		const int64_t done = kamx_gemm(M, N, K, A, rs_a, panels, C, ldc, ep, pool, workspace);
-		if (done == M)
-			return;
-		k_epilogue rest = *ep;
-		if (rest.residual)
-			rest.residual += done * rest.ld_residual;
-		if (rest.bias_m)
-			rest.bias_m += done;
-		kgemm_run(uk, 1, M - done, N, K, A + done * rs_a, 0, rs_a, cs_a, panels, 0, C + done * ldc, 0, ldc,
-			  &rest, pool, workspace, NULL);
+	/* rows the AMX path leaves (A out of its range: done < M) go to the
+	 * f32 kernels, with the epilogue's per-row operands moved on */
+	int64_t done = 0;
+	if (B->amx_ok && cs_a == 1 && kamx_wanted(M, N, K))
+		done = kamx_gemm(M, N, K, A, rs_a, panels, C, ldc, ep, pool, workspace);
+	if (done == M)
 		return;
-	}
-	kgemm_run(uk, 1, M, N, K, A, 0, rs_a, cs_a, B->data + (j0 / uk->nr) * K * uk->nr, 0, C, 0, ldc, ep, pool,
-		  workspace, NULL);
+	k_epilogue rest = *ep;
+	if (rest.residual)
+		rest.residual += done * rest.ld_residual;
+	if (rest.bias_m)
+		rest.bias_m += done;
+	kgemm_run(uk, 1, M - done, N, K, A + done * rs_a, 0, rs_a, cs_a, panels, 0, C + done * ldc, 0, ldc, &rest,
+		  pool, workspace, NULL);
 }
 
 void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a, const float *B,

@@ -129,18 +129,28 @@ typedef struct kamx_job {
 	atomic_int a_bad, b_bad;
 } kamx_job;
 
+/* Splits the pass's A panels [p0, p1); 0 (and a_bad set) if a value is
+ * out of range. */
+static int kamx_split_a_panels(kamx_job *j, int64_t p0, int64_t p1)
+{
+	for (int64_t p = p0; p < p1; p++) {
+		const int64_t r0 = j->m0 + p * 32;
+		const int m = (int)(j->m1 - r0 < 32 ? j->m1 - r0 : 32);
+		if (!kamx_split_a(m, j->K, j->A + r0 * j->rs_a, j->rs_a, j->nch, j->asplit + p * j->nch * KAMX_CHUNK_U16)) {
+			atomic_store_explicit(&j->a_bad, 1, memory_order_relaxed);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 static void kamx_split_a_task(void *ctx, int64_t t, int thread)
 {
 	(void)thread;
 	kamx_job *j = ctx;
 	const int64_t npan = cdiv(j->m1 - j->m0, 32);
 	const int64_t p0 = t * j->apanels_per_task, p1 = p0 + j->apanels_per_task < npan ? p0 + j->apanels_per_task : npan;
-	for (int64_t p = p0; p < p1; p++) {
-		const int64_t r0 = j->m0 + p * 32;
-		const int m = (int)(j->m1 - r0 < 32 ? j->m1 - r0 : 32);
-		if (!kamx_split_a(m, j->K, j->A + r0 * j->rs_a, j->rs_a, j->nch, j->asplit + p * j->nch * KAMX_CHUNK_U16))
-			atomic_store_explicit(&j->a_bad, 1, memory_order_relaxed);
-	}
+	kamx_split_a_panels(j, p0, p1);
 }
 
 /* C block (m x n valid) = epilogue(the sums in buf, 32 apart) */
@@ -170,7 +180,7 @@ static void kamx_gather(float *buf, const float *src, int64_t ld, int m, int n)
 		memcpy(buf + r * 32, src + r * ld, (size_t)n * sizeof(float));
 }
 
-static void kamx_columns(const kamx_job *j, int64_t ra, int64_t rb, int64_t q0, int64_t q1, char *slot);
+static void kamx_columns(kamx_job *j, int64_t ra, int64_t rb, int64_t q0, int64_t q1, char *slot);
 
 static void kamx_task(void *ctx, int64_t t, int thread)
 {
@@ -182,17 +192,8 @@ static void kamx_task(void *ctx, int64_t t, int thread)
 	const int64_t ra = j->m0 + pa * 32, rb = j->m0 + pb * 32 < j->m1 ? j->m0 + pb * 32 : j->m1;
 	if (ra >= rb)
 		return;
-	if (j->fused) {
-		for (int64_t p = pa; p < pb; p++) {
-			const int64_t r0 = j->m0 + p * 32;
-			const int m = (int)(j->m1 - r0 < 32 ? j->m1 - r0 : 32);
-			if (!kamx_split_a(m, j->K, j->A + r0 * j->rs_a, j->rs_a, j->nch,
-					  j->asplit + p * j->nch * KAMX_CHUNK_U16)) {
-				atomic_store_explicit(&j->a_bad, 1, memory_order_relaxed);
-				return;
-			}
-		}
-	}
+	if (j->fused && !kamx_split_a_panels(j, pa, pb))
+		return;
 	/* column groups: the task's one, or all of them when it owns rows */
 	const int64_t npan = cdiv(j->N, 32), ngroups = cdiv(npan, j->panels_per_task);
 	const int64_t g0 = j->fused ? 0 : t % j->nn, g1 = j->fused ? ngroups : g0 + 1;
@@ -207,7 +208,7 @@ static void kamx_task(void *ctx, int64_t t, int thread)
 
 /* Rows [ra, rb) by B's panels [q0, q1) (at most KAMX_TASK_PANELS), K
  * block by K block, with the thread's slot. */
-static void kamx_columns(const kamx_job *j, int64_t ra, int64_t rb, int64_t q0, int64_t q1, char *slot)
+static void kamx_columns(kamx_job *j, int64_t ra, int64_t rb, int64_t q0, int64_t q1, char *slot)
 {
 	const k_epilogue *ep = j->ep;
 	uint16_t *bsplit = (uint16_t *)slot;
@@ -224,7 +225,7 @@ static void kamx_columns(const kamx_job *j, int64_t ra, int64_t rb, int64_t q0, 
 			}
 			const int n = (int)(j->N - q * 32 < 32 ? j->N - q * 32 : 32);
 			if (!kamx_split_bt(j->Bt + q * 32 * j->ldbt, j->ldbt, n, j->K, c0 * 32, nc, dst)) {
-				atomic_store_explicit((atomic_int *)&j->b_bad, 1, memory_order_relaxed);
+				atomic_store_explicit(&j->b_bad, 1, memory_order_relaxed);
 				return;
 			}
 		}
