@@ -181,13 +181,10 @@ int kamx_split_bt(const float *bt, int64_t ldbt, int n, int64_t K, int64_t k0, i
 
 #define A_TILE(p, t) (ap + (p) * 1024 + (t) * 512)
 #define B_TILE(p, t) (bp + (p) * 1024 + (t) * 512)
-#define FOUR_PRODUCTS()                                                                                \
-	do {                                                                                           \
-		_tile_dpbf16ps(0, 4, 6);                                                               \
-		_tile_dpbf16ps(1, 4, 7);                                                               \
-		_tile_dpbf16ps(2, 5, 6);                                                               \
-		_tile_dpbf16ps(3, 5, 7);                                                               \
-	} while (0)
+#define LOAD_A(tile, p, t) _tile_loadd(tile, A_TILE(p, t), 64)
+#define LOAD_B(tile, p, t) _tile_loadd(tile, B_TILE(p, t), 64)
+/* one part product into the four C tiles: C0 = A4 B6, C1 = A4 B7, C2 = A5 B6, C3 = A5 B7 */
+#define DP(c, a, b) _tile_dpbf16ps(c, a, b)
 
 void kamx_block(const uint16_t *ap, const uint16_t *bp, int64_t nch, const float *from, int64_t ld_from, float *out,
 		int64_t ld_out)
@@ -204,31 +201,30 @@ void kamx_block(const uint16_t *ap, const uint16_t *bp, int64_t nch, const float
 		_tile_zero(2);
 		_tile_zero(3);
 	}
-	/* the six part products; consecutive ones share an operand so that
-	 * 16 tile loads feed 24 products */
+	/* The six part products in an order where each one changes only A's
+	 * part or only B's from the one before (a2b0 a1b0 a1b1 a0b1 a0b2
+	 * a0b0): 14 tile loads feed 24 products (16 in the order a0b0 a0b1
+	 * a0b2 a1b1 a1b0 a2b0). Each load is placed right after the last
+	 * product that reads the tile it replaces, and the next product
+	 * starts on the tile loaded first, so a load overlaps the products
+	 * still running instead of waiting for all four. */
 	for (int64_t ch = 0; ch < nch; ch++, ap += KAMX_CHUNK_U16, bp += KAMX_CHUNK_U16) {
-		_tile_loadd(4, A_TILE(0, 0), 64);
-		_tile_loadd(5, A_TILE(0, 1), 64);
-		_tile_loadd(6, B_TILE(0, 0), 64);
-		_tile_loadd(7, B_TILE(0, 1), 64);
-		FOUR_PRODUCTS(); /* a0 b0 */
-		_tile_loadd(6, B_TILE(1, 0), 64);
-		_tile_loadd(7, B_TILE(1, 1), 64);
-		FOUR_PRODUCTS(); /* a0 b1 */
-		_tile_loadd(6, B_TILE(2, 0), 64);
-		_tile_loadd(7, B_TILE(2, 1), 64);
-		FOUR_PRODUCTS(); /* a0 b2 */
-		_tile_loadd(4, A_TILE(1, 0), 64);
-		_tile_loadd(5, A_TILE(1, 1), 64);
-		_tile_loadd(6, B_TILE(1, 0), 64);
-		_tile_loadd(7, B_TILE(1, 1), 64);
-		FOUR_PRODUCTS(); /* a1 b1 */
-		_tile_loadd(6, B_TILE(0, 0), 64);
-		_tile_loadd(7, B_TILE(0, 1), 64);
-		FOUR_PRODUCTS(); /* a1 b0 */
-		_tile_loadd(4, A_TILE(2, 0), 64);
-		_tile_loadd(5, A_TILE(2, 1), 64);
-		FOUR_PRODUCTS(); /* a2 b0 */
+		LOAD_A(4, 2, 0);
+		LOAD_B(6, 0, 0);
+		LOAD_A(5, 2, 1);
+		LOAD_B(7, 0, 1);
+		/* a2 b0, then a1 */
+		DP(0, 4, 6); DP(1, 4, 7); LOAD_A(4, 1, 0); DP(2, 5, 6); DP(3, 5, 7); LOAD_A(5, 1, 1);
+		/* a1 b0, then b1 */
+		DP(0, 4, 6); DP(1, 4, 7); DP(2, 5, 6); LOAD_B(6, 1, 0); DP(3, 5, 7); LOAD_B(7, 1, 1);
+		/* a1 b1, then a0 */
+		DP(0, 4, 6); DP(2, 5, 6); DP(1, 4, 7); LOAD_A(4, 0, 0); DP(3, 5, 7); LOAD_A(5, 0, 1);
+		/* a0 b1, then b2 */
+		DP(0, 4, 6); DP(1, 4, 7); DP(2, 5, 6); LOAD_B(6, 2, 0); DP(3, 5, 7); LOAD_B(7, 2, 1);
+		/* a0 b2, then b0 */
+		DP(0, 4, 6); DP(2, 5, 6); LOAD_B(6, 0, 0); DP(1, 4, 7); DP(3, 5, 7); LOAD_B(7, 0, 1);
+		/* a0 b0 */
+		DP(0, 4, 6); DP(2, 5, 6); DP(1, 4, 7); DP(3, 5, 7);
 	}
 	const long ld = (long)ld_out * 4;
 	_tile_stored(0, out, ld);
