@@ -311,6 +311,9 @@ struct kgemm_packed_b {
 	size_t bytes;
 	float *data; /* KGEMM_ALIGN-aligned panels */
 	int amx_ok;  /* every value in kamx_in_range's range (0: not known) */
+	/* the panels split for the AMX path (kgemm_packed_b_presplit), or NULL */
+	uint16_t *amx_split;
+	size_t split_bytes;
 };
 
 air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int64_t cs_b,
@@ -353,11 +356,27 @@ air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int6
 	return AIR_OK;
 }
 
+air_status kgemm_packed_b_presplit(kgemm_packed_b *p)
+{
+	if (!p || !p->amx_ok || p->amx_split || p->K <= 0 || p->N <= 0)
+		return AIR_OK;
+	const int64_t npanels = k_cdiv(p->N, p->nr);
+	const size_t bytes = kgemm_align((size_t)npanels * kamx_presplit_panel_u16(p->K) * sizeof(uint16_t));
+	uint16_t *split = rt_big_alloc(bytes, KGEMM_ALIGN);
+	if (!split)
+		return air_error(AIR_OUT_OF_MEMORY, "kgemm_packed_b_presplit: no memory for %zu bytes", bytes);
+	kamx_presplit_b(p->data, p->K, npanels, split);
+	p->amx_split = split;
+	p->split_bytes = bytes;
+	return AIR_OK;
+}
+
 void kgemm_packed_b_free(kgemm_packed_b *packed)
 {
 	if (!packed)
 		return;
 	free(packed->data);
+	free(packed->amx_split);
 	free(packed);
 }
 
@@ -376,6 +395,8 @@ kgemm_packed_b *kgemm_packed_b_init(void *mem, int64_t K, int64_t N)
 	p->bytes = kgemm_packed_b_size(K, N) - kgemm_align(sizeof *p);
 	p->data = (float *)((char *)mem + kgemm_align(sizeof *p));
 	p->amx_ok = 0; /* filled by the caller: never checked */
+	p->amx_split = NULL;
+	p->split_bytes = 0;
 	return p;
 }
 
@@ -394,7 +415,7 @@ float *kgemm_packed_b_panel(kgemm_packed_b *p, int64_t j)
 
 size_t kgemm_packed_b_bytes(const kgemm_packed_b *packed)
 {
-	return packed ? sizeof *packed + packed->bytes : 0;
+	return packed ? sizeof *packed + packed->bytes + packed->split_bytes : 0;
 }
 
 /* ---- plan and workspace ------------------------------------------------- */
@@ -1045,7 +1066,10 @@ void kgemm_f32_packed_cols(int64_t M, int64_t N, int64_t K, const float *A, int6
 	 * f32 kernels, with the epilogue's per-row operands moved on */
 	int64_t done = 0;
 	if (B->amx_ok && cs_a == 1 && kamx_wanted(M, N, K))
-		done = kamx_gemm(M, N, K, A, rs_a, panels, C, ldc, ep, pool, workspace);
+		done = B->amx_split ? kamx_gemm_presplit(M, N, K, A, rs_a,
+							 B->amx_split + (j0 / uk->nr) * kamx_presplit_panel_u16(K), C,
+							 ldc, ep, pool, workspace)
+				    : kamx_gemm(M, N, K, A, rs_a, panels, C, ldc, ep, pool, workspace);
 	if (done == M)
 		return;
 	k_epilogue rest = *ep;

@@ -6,9 +6,10 @@
  * the threads split A's rows into bf16 parts once, in parallel; then each
  * task, a group of B's 32-column panels, splits its panels K block by K
  * block into its own slot (in L2: KAMX_KC_CHUNKS x 32 deep) and multiplies
- * every 32-row panel of A by them, 32 x 32 blocks of C at a time. Partial
- * sums over K blocks stay in C; the last K block goes through a 32 x 32
- * buffer into the epilogue. */
+ * every 32-row panel of A by them, 32 x 32 blocks of C at a time. A
+ * weight split once when packed (kamx_gemm_presplit) skips that split and
+ * is read where it lies. Partial sums over K blocks stay in C; the last K
+ * block goes through a 32 x 32 buffer into the epilogue. */
 #include "kernels/gemm_amx.h"
 
 #include <stdatomic.h>
@@ -103,14 +104,20 @@ size_t kamx_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
 	return align128(rows * row_bytes) + (size_t)nthreads * kamx_slot_bytes(N, K);
 }
 
+size_t kamx_presplit_panel_u16(int64_t K)
+{
+	return (size_t)cdiv(K, 32) * KAMX_CHUNK_U16;
+}
+
 #ifdef AIR_HAVE_AMX
 
 typedef struct kamx_job {
 	int64_t M, N, K, nch;
 	const float *A;
 	int64_t rs_a;
-	const float *Bpanels; /* B as f32 panels, or */
-	const float *Bt;      /* B transposed, rows ldbt apart */
+	const float *Bpanels;  /* B as f32 panels, or */
+	const float *Bt;       /* B transposed, rows ldbt apart, or */
+	const uint16_t *Bsplit; /* B split already, panel after panel */
 	int64_t ldbt;
 	float *C;
 	int64_t ldc;
@@ -217,7 +224,7 @@ static void kamx_columns(kamx_job *j, int64_t ra, int64_t rb, int64_t q0, int64_
 	for (int64_t kb = 0; kb < j->nkb; kb++) {
 		const int64_t c0 = kb * j->kchunks, nc = c0 + j->kchunks < j->nch ? j->kchunks : j->nch - c0;
 		const int first = kb == 0, last = kb == j->nkb - 1;
-		for (int64_t q = q0; q < q1; q++) {
+		for (int64_t q = q0; q < q1 && !j->Bsplit; q++) {
 			uint16_t *dst = bsplit + (q - q0) * nc * KAMX_CHUNK_U16;
 			if (!j->Bt) {
 				kamx_split_b(j->Bpanels + q * j->K * 32, j->K, c0 * 32, nc, dst);
@@ -235,7 +242,8 @@ static void kamx_columns(kamx_job *j, int64_t ra, int64_t rb, int64_t q0, int64_
 			for (int64_t q = q0; q < q1; q++) {
 				const int64_t c_col = q * 32;
 				const int n = (int)(j->N - c_col < 32 ? j->N - c_col : 32);
-				const uint16_t *bp = bsplit + (q - q0) * nc * KAMX_CHUNK_U16;
+				const uint16_t *bp = j->Bsplit ? j->Bsplit + (q * j->nch + c0) * KAMX_CHUNK_U16
+							       : bsplit + (q - q0) * nc * KAMX_CHUNK_U16;
 				float *c = j->C + i0 * j->ldc + c_col;
 				/* where the sums start: 0, the residual, or C's partial sums */
 				const float *from = NULL;
@@ -270,8 +278,8 @@ static void kamx_columns(kamx_job *j, int64_t ra, int64_t rb, int64_t q0, int64_
 }
 
 static int64_t kamx_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bpanels,
-			const float *Bt, int64_t ldbt, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
-			void *workspace)
+			const float *Bt, int64_t ldbt, const uint16_t *Bsplit, float *C, int64_t ldc, const k_epilogue *ep,
+			rt_pool *pool, void *workspace)
 {
 	if (!kamx_available())
 		return 0;
@@ -291,6 +299,7 @@ static int64_t kamx_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t
 	j.Bpanels = Bpanels;
 	j.Bt = Bt;
 	j.ldbt = ldbt;
+	j.Bsplit = Bsplit;
 	j.C = C;
 	j.ldc = ldc;
 	j.ep = ep;
@@ -351,13 +360,26 @@ static int64_t kamx_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t
 int64_t kamx_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bpanels,
 		  float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)
 {
-	return kamx_run(M, N, K, A, rs_a, Bpanels, NULL, 0, C, ldc, ep, pool, workspace);
+	return kamx_run(M, N, K, A, rs_a, Bpanels, NULL, 0, NULL, C, ldc, ep, pool, workspace);
+}
+
+int64_t kamx_gemm_presplit(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const uint16_t *Bsplit,
+			   float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)
+{
+	return kamx_run(M, N, K, A, rs_a, NULL, NULL, 0, Bsplit, C, ldc, ep, pool, workspace);
+}
+
+void kamx_presplit_b(const float *Bpanels, int64_t K, int64_t npanels, uint16_t *dst)
+{
+	const int64_t nch = cdiv(K, 32);
+	for (int64_t q = 0; q < npanels; q++)
+		kamx_split_b(Bpanels + q * K * KAMX_PANEL, K, 0, nch, dst + q * nch * KAMX_CHUNK_U16);
 }
 
 int64_t kamx_gemm_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bt, int64_t ldbt,
 		     float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)
 {
-	return kamx_run(M, N, K, A, rs_a, NULL, Bt, ldbt, C, ldc, ep, pool, workspace);
+	return kamx_run(M, N, K, A, rs_a, NULL, Bt, ldbt, NULL, C, ldc, ep, pool, workspace);
 }
 
 #else
@@ -376,6 +398,19 @@ int64_t kamx_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a,
 	(void)M, (void)N, (void)K, (void)A, (void)rs_a, (void)Bpanels, (void)C, (void)ldc, (void)ep, (void)pool;
 	(void)workspace;
 	return 0;
+}
+
+int64_t kamx_gemm_presplit(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const uint16_t *Bsplit,
+			   float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)
+{
+	(void)M, (void)N, (void)K, (void)A, (void)rs_a, (void)Bsplit, (void)C, (void)ldc, (void)ep, (void)pool;
+	(void)workspace;
+	return 0;
+}
+
+void kamx_presplit_b(const float *Bpanels, int64_t K, int64_t npanels, uint16_t *dst)
+{
+	(void)Bpanels, (void)K, (void)npanels, (void)dst;
 }
 
 int kamx_in_range(const float *x, size_t n)

@@ -53,6 +53,20 @@ int kamx_in_range(const float *x, size_t n);
 int64_t kamx_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const float *Bpanels,
 		  float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace);
 
+/* The same with B already split (kamx_presplit_b): no B is split per
+ * call. Bsplit holds the panels of the product's columns, the first one
+ * first. */
+int64_t kamx_gemm_presplit(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, const uint16_t *Bsplit,
+			   float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace);
+
+/* bf16 values a split B of K rows takes per panel of KAMX_PANEL columns. */
+size_t kamx_presplit_panel_u16(int64_t K);
+
+/* Splits npanels f32 B panels (kamx_gemm's layout) into dst, panel after
+ * panel, each kamx_presplit_panel_u16(K) values: the split that
+ * kamx_gemm does on every call, done once for a weight. */
+void kamx_presplit_b(const float *Bpanels, int64_t K, int64_t npanels, uint16_t *dst);
+
 /* The same with B given transposed, as a linear's weight is: B[k][n] at
  * Bt[n * ldbt + k], read in place (split block by block as it is used).
  * Returns M when done; anything less (B or A out of range) leaves C partly

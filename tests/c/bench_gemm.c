@@ -181,7 +181,7 @@ static rate fma_peak(int nthreads)
 typedef struct bcase {
 	const char *name;
 	int64_t batch, M, N, K;
-	int packed; /* B prepacked (a weight) */
+	int packed; /* B prepacked (a weight); 2: and split for AMX, as a compile with M known does */
 	int transb; /* B given as [N x K] (torch Linear weight) */
 	int epi;    /* 0 none, 1 bias + act, 2 bias + residual */
 	k_act act;
@@ -193,6 +193,9 @@ static const bcase cases[] = {
 	{"square 1024", 1, 1024, 1024, 1024, 1, 0, 0, K_ACT_NONE},
 	{"square 1536", 1, 1536, 1536, 1536, 1, 0, 0, K_ACT_NONE},
 	{"square 2048", 1, 2048, 2048, 2048, 1, 0, 0, K_ACT_NONE},
+	{"square 512 presplit", 1, 512, 512, 512, 2, 0, 0, K_ACT_NONE},
+	{"square 1024 presplit", 1, 1024, 1024, 1024, 2, 0, 0, K_ACT_NONE},
+	{"square 2048 presplit", 1, 2048, 2048, 2048, 2, 0, 0, K_ACT_NONE},
 	{"square 512 unpacked", 1, 512, 512, 512, 0, 0, 0, K_ACT_NONE},
 	{"square 1024 unpacked", 1, 1024, 1024, 1024, 0, 0, 0, K_ACT_NONE},
 	{"square 2048 unpacked", 1, 2048, 2048, 2048, 0, 0, 0, K_ACT_NONE},
@@ -271,6 +274,8 @@ static rate bench_case(const bcase *c, rt_pool *pool, double seconds)
 	if (wsb && posix_memalign(&ws, 64, wsb) != 0)
 		abort();
 	if (c->packed && kgemm_pack_b(K, N, B, rs_b, cs_b, &pb) != AIR_OK)
+		abort();
+	if (c->packed == 2 && kgemm_packed_b_presplit(pb) != AIR_OK)
 		abort();
 	k_epilogue ep = k_epilogue_none();
 	float *bias = rand_floats((size_t)N), *res = c->epi == 2 ? rand_floats((size_t)(batch * M * N)) : NULL;

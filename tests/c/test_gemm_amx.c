@@ -4,7 +4,8 @@
  * and K blocks with every epilogue, a residual aliasing C over several K
  * blocks, and the operands it must leave to the f32 kernels (values out of
  * its range, NaN and Inf, alpha with a residual) with the rows it already
- * did kept. Under AIR_ISA=avx512 (or on a CPU without AMX) it checks that
+ * did kept. All of it twice: B split per call, and B split once when
+ * packed (kgemm_packed_b_presplit). Under AIR_ISA=avx512 (or on a CPU without AMX) it checks that
  * the path is never taken and the answers are still right. */
 #define _POSIX_C_SOURCE 200112L
 #include <math.h>
@@ -34,12 +35,23 @@ static float *floats(size_t n)
 	return p;
 }
 
+/* whether packed_gemm splits B for AMX once, when packing */
+static int presplit;
+
 /* C = epilogue(A @ B) through kgemm_f32_packed; returns the AMX passes it ran */
 static uint64_t packed_gemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B, float *C,
 			    const k_epilogue *ep, rt_pool *pool)
 {
 	kgemm_packed_b *pb = NULL;
 	CHECK_OK(kgemm_pack_b(K, N, B, N, 1, &pb));
+	if (presplit) {
+		/* it holds the split beside the panels exactly when the path
+		 * can take B: the AMX split's 6 bytes a value more */
+		const size_t before = kgemm_packed_b_bytes(pb);
+		CHECK_OK(kgemm_packed_b_presplit(pb));
+		const size_t more = kgemm_packed_b_bytes(pb) - before;
+		CHECK(kamx_available() && kamx_in_range(B, (size_t)(K * N)) ? more >= (size_t)(K * N) * 6 : more == 0);
+	}
 	void *ws = malloc(kgemm_packed_workspace_bytes(M, N, K, rt_pool_size(pool)) + 1);
 	uint64_t before = kamx_passes();
 	kgemm_f32_packed(M, N, K, A, K, 1, pb, C, N, ep, pool, ws);
@@ -111,8 +123,8 @@ static void test_accuracy(rt_pool *pool, int amx)
 			e_path += (C[i * n + j] - d) * (C[i * n + j] - d);
 			e_dot += (f - d) * (f - d);
 		}
-	printf("  512^3 rmse against f64: this path %.3g, an f32 dot product %.3g (%s)\n", sqrt(e_path), sqrt(e_dot),
-	       amx ? "amx" : "f32 kernels");
+	printf("  512^3 rmse against f64: this path %.3g, an f32 dot product %.3g (%s%s)\n", sqrt(e_path), sqrt(e_dot),
+	       amx ? "amx" : "f32 kernels", amx && presplit ? ", B split when packed" : "");
 	CHECK(e_path <= 4.0 * e_dot); /* squared: RMSE at most 2x */
 	free(A);
 	free(B);
@@ -273,16 +285,18 @@ int main(void)
 	printf("test_gemm_amx: AMX path %s\n", amx ? "available" : "not available (checks it is never taken)");
 	if (!amx)
 		CHECK(kamx_workspace_bytes(1024, 1024, 1024, 2) == 0);
-	for (int threads = 1; threads <= 3; threads++) {
-		rt_pool *pool = NULL;
-		if (threads > 1)
-			CHECK_OK(rt_pool_create(threads, &pool));
-		test_accuracy(pool, amx);
-		test_shapes(pool, amx);
-		test_transposed_b(pool, amx);
-		if (threads == 2) /* long: once */
-			test_declines(pool, amx);
-		rt_pool_destroy(pool);
-	}
+	for (presplit = 0; presplit <= 1; presplit++)
+		for (int threads = 1; threads <= 3; threads++) {
+			rt_pool *pool = NULL;
+			if (threads > 1)
+				CHECK_OK(rt_pool_create(threads, &pool));
+			test_accuracy(pool, amx);
+			test_shapes(pool, amx);
+			if (!presplit)
+				test_transposed_b(pool, amx);
+			if (threads == 2) /* long: once */
+				test_declines(pool, amx);
+			rt_pool_destroy(pool);
+		}
 	return check_report("test_gemm_amx");
 }

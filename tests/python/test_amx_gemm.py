@@ -78,3 +78,41 @@ def test_values_out_of_range_get_eagers_answer(bad):
         want = m(x)
     assert passes == 0  # A out of range: all of it to the f32 kernels
     torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+def _compiled_model(model: torch.nn.Module, x: torch.Tensor, dynamic_rows: bool) -> tuple[torch.Tensor, int, int]:
+    """The compiled call's answer, its AMX passes and the weight bytes of
+    the one libair model it runs."""
+    from torchair.backend import _backend
+    from torchair.config import CompilerConfig
+
+    torch._dynamo.reset()
+    reports: list = []
+    c = torch.compile(model, backend=lambda gm, ex: _backend(gm, ex, CompilerConfig(), reports))
+    if dynamic_rows:
+        torch._dynamo.mark_dynamic(x, 0)
+    with torch.no_grad():
+        c(x)
+        before = _C.amx_passes()
+        y = c(x)
+    models = [s.model for r in reports for s in r.subgraphs if s.compiled]
+    assert len(models) == 1
+    return y, _C.amx_passes() - before, models[0].memory()["weight_bytes"]
+
+
+@pytest.mark.parametrize("dynamic_rows", [False, True], ids=["rows-known", "rows-symbolic"])
+def test_weight_is_split_once_when_every_call_takes_the_path(dynamic_rows):
+    """With M known at compile time and large enough, the packed weight
+    also holds its AMX split (6 bytes a value beside the packed 4), made
+    once instead of on every call; with M symbolic it does not."""
+    k, n = 512, 384
+    m = MatMul(k, n).eval()
+    x = torch.randn(640, k, generator=torch.Generator().manual_seed(7))
+    y, passes, weight_bytes = _compiled_model(m, x, dynamic_rows)
+    with torch.no_grad():
+        want = m(x)
+    torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-4)
+    assert (passes > 0) == AMX
+    split = AMX and not dynamic_rows
+    assert weight_bytes >= (10 if split else 4) * k * n
+    assert weight_bytes < (11 if split else 5) * k * n
