@@ -400,6 +400,13 @@ kgemm_packed_b *kgemm_packed_b_init(void *mem, int64_t K, int64_t N)
 	return p;
 }
 
+void kgemm_packed_b_check_range(kgemm_packed_b *p)
+{
+	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	p->amx_ok = p->K > 0 && p->N > 0 && kamx_available() && uk->nr == KAMX_PANEL &&
+		    kamx_in_range(p->data, kgemm_packed_floats(p->K, p->N, p->nr));
+}
+
 void kgemm_pack_b_block(kgemm_packed_b *p, int64_t p0, int64_t rows, int64_t j0, int64_t j1, const float *B,
 			int64_t rs_b, int64_t cs_b, const double *scale)
 {

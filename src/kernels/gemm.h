@@ -44,6 +44,10 @@ kgemm_packed_b *kgemm_packed_b_init(void *mem, int64_t K, int64_t N);
  * same). Calls on disjoint blocks may run on different threads at once. */
 void kgemm_pack_b_block(kgemm_packed_b *p, int64_t p0, int64_t rows, int64_t j0, int64_t j1, const float *B,
 			int64_t rs_b, int64_t cs_b, const double *scale);
+/* Once every block is packed: whether the AMX path may take this B
+ * (kgemm_pack_b finds that itself; a B from kgemm_packed_b_init is left
+ * to the f32 kernels until this is called). */
+void kgemm_packed_b_check_range(kgemm_packed_b *p);
 /* The panel holding columns [j, j + kgemm_tile_cols()) (j a multiple of
  * it) of a packed B from kgemm_packed_b_init, for a caller that computes
  * B's values straight into place: row p's tile_cols values at p *

@@ -7,7 +7,8 @@
  * weight, through the layout pass, must give bit for bit what the same
  * model with a packed copy gives (AIR_COMPILE_NO_MEMORY_REUSE), hold the
  * weight's bytes fewer, and agree with the reference kernels. Small products
- * (under 512 pixels) and owned weights keep the packed copy. */
+ * (under 512 pixels) and owned weights keep the packed copy. A re-packed
+ * weight is taken by the AMX GEMM where the CPU has it, as a packed one is. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,13 @@
 #include "check.h"
 #include "pass_graph.h"
 #include "kernels/cpu.h"
+#include "kernels/gemm_amx.h"
 
 typedef struct repack_case {
 	int64_t N, C, H, O, K, stride, groups;
 	int batch_norm, residual_relu;
 	int repacks; /* expected: the weight is made per call */
+	int amx;     /* expected: the AMX GEMM runs (where it is available) */
 } repack_case;
 
 static air_value conv_bn(air_graph *g, air_value x, const repack_case *c)
@@ -113,7 +116,13 @@ static void test_case(const repack_case *c)
 	int rank[1] = {4};
 	int64_t dims[1][4] = {{c->N, c->C, c->H, c->H}};
 	int64_t n1, n2, n3;
-	float *a = run(low, 1, &xv, rank, dims, &n1), *b = run(packed, 1, &xv, rank, dims, &n2);
+	const uint64_t passes = kamx_passes();
+	float *a = run(low, 1, &xv, rank, dims, &n1);
+	const int amx = kamx_passes() > passes;
+	if (amx != (c->amx && kamx_available()))
+		fprintf(stderr, "%s: the AMX GEMM %s\n", label, amx ? "ran" : "did not run");
+	CHECK(amx == (c->amx && kamx_available()));
+	float *b = run(packed, 1, &xv, rank, dims, &n2);
 	float *e = run(ref, 1, &xv, rank, dims, &n3);
 	CHECK(a && b && e && n1 == n2 && n2 == n3);
 	/* f32 sums of C * K * K terms, in another order (and for Winograd
@@ -134,19 +143,20 @@ done:
 }
 
 static const repack_case cases[] = {
-	/* N  C   H   O   K  s  g  bn res repacks */
-	{2, 24, 16, 40, 1, 1, 1, 1, 0, 1},    /* 1x1: one GEMM on x */
-	{2, 20, 16, 36, 3, 2, 1, 1, 0, 0},    /* 3x3 stride 2: 64 pixels, packed once */
-	{4, 20, 32, 36, 3, 2, 1, 1, 0, 1},    /* 3x3 stride 2 (im2col), 1024 pixels */
-	{1, 16, 24, 136, 3, 1, 1, 1, 1, 0},   /* Winograd, U under 4 MiB: kept */
-	{2, 256, 16, 256, 3, 1, 1, 1, 1, 1},  /* Winograd, U of 4 MiB: made per call */
-	{2, 12, 16, 20, 3, 1, 2, 1, 0, 1},    /* grouped (im2col) */
-	{2, 24, 16, 40, 1, 1, 1, 0, 0, 1},    /* no batch norm: the weight itself */
-	{4, 12, 32, 24, 1, 2, 1, 1, 0, 1},    /* 1x1 stride 2 (im2col), 1024 pixels */
-	{4, 3, 32, 24, 7, 2, 1, 1, 0, 1},     /* a stem: implicit GEMM in NCHW, 1024 pixels */
-	{1, 3, 32, 24, 7, 2, 1, 1, 0, 0},     /* the same, 256 pixels: packed once */
-	{2, 24, 15, 40, 1, 1, 1, 1, 0, 0},    /* 450 pixels: packed once */
-	{1, 32, 16, 48, 3, 2, 1, 1, 0, 0},    /* 64 pixels: packed once */
+	/* N  C   H   O   K  s  g  bn res repacks amx */
+	{2, 24, 16, 40, 1, 1, 1, 1, 0, 1, 0},   /* 1x1: one GEMM on x */
+	{2, 20, 16, 36, 3, 2, 1, 1, 0, 0, 0},   /* 3x3 stride 2: 64 pixels, packed once */
+	{4, 20, 32, 36, 3, 2, 1, 1, 0, 1, 0},   /* 3x3 stride 2 (im2col), 1024 pixels */
+	{1, 16, 24, 136, 3, 1, 1, 1, 1, 0, 0},  /* Winograd, U under 4 MiB: kept */
+	{2, 256, 16, 256, 3, 1, 1, 1, 1, 1, 0}, /* Winograd, U of 4 MiB: made per call */
+	{2, 12, 16, 20, 3, 1, 2, 1, 0, 1, 0},   /* grouped (im2col) */
+	{2, 24, 16, 40, 1, 1, 1, 0, 0, 1, 0},   /* no batch norm: the weight itself */
+	{4, 12, 32, 24, 1, 2, 1, 1, 0, 1, 0},   /* 1x1 stride 2 (im2col), 1024 pixels */
+	{4, 3, 32, 24, 7, 2, 1, 1, 0, 1, 0},    /* a stem: implicit GEMM in NCHW, 1024 pixels */
+	{1, 3, 32, 24, 7, 2, 1, 1, 0, 0, 0},    /* the same, 256 pixels: packed once */
+	{2, 24, 15, 40, 1, 1, 1, 1, 0, 0, 0},   /* 450 pixels: packed once */
+	{2, 64, 16, 136, 1, 1, 1, 1, 1, 1, 1},  /* 1x1 wide enough for AMX, 512 pixels */
+	{1, 32, 16, 48, 3, 2, 1, 1, 0, 0, 0},   /* 64 pixels: packed once */
 };
 
 int main(void)
