@@ -320,11 +320,15 @@ static int64_t kamx_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t
 	 * 101-103% -> 100%. Where B is the larger, splitting all of it on
 	 * each thread costs more: eight cold 768 <-> 3072 linears at 512 tokens
 	 * 1.23x/1.26x eager with columns, 1.16x/1.21x with rows (2048 x 768 @
-	 * 768 x 768: 1.28x -> 1.47x). A residual that is C itself keeps the
+	 * 768 x 768: 1.28x -> 1.47x). A B split ahead is only read, so rows
+	 * win whatever its width (mean ms, 2 threads, columns -> rows: 512 x
+	 * 768 @ 768 x 3072 5.30 -> 4.77, 512 x 3072 @ 3072 x 768 5.90 ->
+	 * 4.84, 640 x 768 @ 768 x 2304 5.16 -> 4.48; 512^3 in rows 614
+	 * against 496-513 GFLOP/s in columns). A residual that is C itself keeps the
 	 * column split: a row block that finds its A out of range leaves the
 	 * pass to the f32 kernels after other blocks wrote theirs. */
 	const int64_t npan = cdiv(N, 32);
-	const int narrow = nthreads > 1 && (npan < 4 * (int64_t)nthreads || M >= N) && ep->residual != C;
+	const int narrow = nthreads > 1 && (Bsplit || npan < 4 * (int64_t)nthreads || M >= N) && ep->residual != C;
 	j.nn = cdiv(npan, KAMX_TASK_PANELS);
 	if (nthreads > 1 && npan >= nthreads && !narrow)
 		j.nn = cdiv(j.nn, nthreads) * nthreads;

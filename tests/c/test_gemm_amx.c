@@ -136,7 +136,7 @@ static void test_accuracy(rt_pool *pool, int amx)
 static void test_shapes(rt_pool *pool, int amx)
 {
 	static const int64_t shapes[][3] = {{512, 128, 64}, {520, 130, 600}, {530, 133, 1100}, {600, 600, 129},
-					    {540, 300, 129}, {512, 256, 256}, {700, 170, 513}};
+					    {540, 300, 129}, {512, 256, 256}, {700, 170, 513}, {512, 600, 200}};
 	static const k_act acts[] = {K_ACT_NONE, K_ACT_RELU, K_ACT_GELU, K_ACT_HARDSWISH};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
