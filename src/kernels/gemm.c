@@ -350,7 +350,7 @@ air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int6
 			return air_error(AIR_OUT_OF_MEMORY, "kgemm_pack_b: no memory for %zu bytes", bytes);
 		}
 		kgemm_pack_b_panels(K, N, 0, K, B, rs_b, cs_b, NULL, uk->nr, 0, N, p->data);
-		p->amx_ok = kamx_available() && uk->nr == KAMX_PANEL && kamx_in_range(p->data, nfloats);
+		kgemm_packed_b_check_range(p);
 	}
 	*out = p;
 	return AIR_OK;

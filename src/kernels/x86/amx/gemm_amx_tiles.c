@@ -186,12 +186,12 @@ int kamx_split_bt(const float *bt, int64_t ldbt, int n, int64_t K, int64_t k0, i
 /* one part product into the four C tiles: C0 = A4 B6, C1 = A4 B7, C2 = A5 B6, C3 = A5 B7 */
 #define DP(c, a, b) _tile_dpbf16ps(c, a, b)
 /* A sixth of the next chunk's A and B (96 lines each) towards L1, one
- * sixth per product: with B split ahead and read from memory, 2048^3 on 2
- * threads ran 462-489 -> 501-519 GFLOP/s (bench_gemm, 3 runs each); the
- * smaller squares did not move. */
+ * sixth per product, none past the last chunk: with B split ahead and
+ * read from memory, 2048^3 on 2 threads ran 462-489 -> 501-519 GFLOP/s
+ * (bench_gemm, 3 runs each); the smaller squares did not move. */
 #define PREFETCH_NEXT(g)                                                                               \
 	do {                                                                                           \
-		for (int l = 0; l < 16; l++) {                                                         \
+		for (int l = 0; l < 16 && ch + 1 < nch; l++) {                                         \
 			_mm_prefetch((const char *)(ap + KAMX_CHUNK_U16) + ((g) * 16 + l) * 64, _MM_HINT_T0); \
 			_mm_prefetch((const char *)(bp + KAMX_CHUNK_U16) + ((g) * 16 + l) * 64, _MM_HINT_T0); \
 		}                                                                                      \
@@ -225,28 +225,22 @@ void kamx_block(const uint16_t *ap, const uint16_t *bp, int64_t nch, const float
 		LOAD_A(5, 2, 1);
 		LOAD_B(7, 0, 1);
 		/* a2 b0, then a1 */
-		if (ch + 1 < nch)
-			PREFETCH_NEXT(0);
+		PREFETCH_NEXT(0);
 		DP(0, 4, 6); DP(1, 4, 7); LOAD_A(4, 1, 0); DP(2, 5, 6); DP(3, 5, 7); LOAD_A(5, 1, 1);
 		/* a1 b0, then b1 */
-		if (ch + 1 < nch)
-			PREFETCH_NEXT(1);
+		PREFETCH_NEXT(1);
 		DP(0, 4, 6); DP(1, 4, 7); DP(2, 5, 6); LOAD_B(6, 1, 0); DP(3, 5, 7); LOAD_B(7, 1, 1);
 		/* a1 b1, then a0 */
-		if (ch + 1 < nch)
-			PREFETCH_NEXT(2);
+		PREFETCH_NEXT(2);
 		DP(0, 4, 6); DP(2, 5, 6); DP(1, 4, 7); LOAD_A(4, 0, 0); DP(3, 5, 7); LOAD_A(5, 0, 1);
 		/* a0 b1, then b2 */
-		if (ch + 1 < nch)
-			PREFETCH_NEXT(3);
+		PREFETCH_NEXT(3);
 		DP(0, 4, 6); DP(1, 4, 7); DP(2, 5, 6); LOAD_B(6, 2, 0); DP(3, 5, 7); LOAD_B(7, 2, 1);
 		/* a0 b2, then b0 */
-		if (ch + 1 < nch)
-			PREFETCH_NEXT(4);
+		PREFETCH_NEXT(4);
 		DP(0, 4, 6); DP(2, 5, 6); LOAD_B(6, 0, 0); DP(1, 4, 7); DP(3, 5, 7); LOAD_B(7, 0, 1);
 		/* a0 b0 */
-		if (ch + 1 < nch)
-			PREFETCH_NEXT(5);
+		PREFETCH_NEXT(5);
 		DP(0, 4, 6); DP(2, 5, 6); DP(1, 4, 7); DP(3, 5, 7);
 	}
 	const long ld = (long)ld_out * 4;
