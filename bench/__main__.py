@@ -1,4 +1,4 @@
-"""``python -m bench``: benchmark torchair against eager and Inductor. See bench/README.md.
+"""``python -m bench``: benchmark torchair against eager, Inductor and OpenVINO. See bench/README.md.
 
 Exit status: 0 all good; 1 a mode that ran gave a wrong answer; 2 the harness could not
 measure (a workload failed to build, or eager failed); 3 with --strict, a mode failed.
@@ -74,6 +74,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="modes take turns two calls at a time and only the second is timed (default: run by run)",
     )
+    p.add_argument(
+        "--same-process",
+        action="store_true",
+        help="all modes in this one process (default: each compiled mode in a child process of its own,"
+        " interleaved there with eager)",
+    )
     a = p.parse_args(argv)
     if a.modes:
         bad = [m for m in a.modes if m not in MODES]
@@ -99,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     from . import report
     from .memory import measure_memory
     from .peak import measure_peak
+    from .isolate import run_workload_isolated
     from .runner import run_workload
 
     torch.set_num_threads(args.threads)
@@ -137,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         if args.pairs:
             budget = dataclasses.replace(budget, repeat=2)
-        r = run_workload(w, modes, budget, peak, args.threads)
+        if args.same_process:
+            r = run_workload(w, modes, budget, peak, args.threads, same_process=True)
+        else:
+            r = run_workload_isolated(w, modes, budget, peak, args.threads)
         if over_time and args.iters is None:
             r["notes"].append(f"time limit (--max-minutes {args.max_minutes:g}) nearly used: minimum rounds only")
         if args.memory and w.kind == "model" and not r.get("error"):
@@ -165,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         "inductor_cache": "warm (user's cache)" if args.warm_cache else "cold (fresh temp dir per run)",
         "quick": args.quick,
         "turns": "pairs (two calls per turn, the second timed)" if args.pairs else "run by run",
+        "isolation": "one process for all modes"
+        if args.same_process
+        else "a process per compiled mode, interleaved there with eager",
         "memory": args.memory,
         "modes": all_modes,
         "peak": peak.to_json() if peak else None,

@@ -21,12 +21,20 @@ def _acc(e: dict[str, Any]) -> str:
         return "error"
     if "accuracy_ok" not in e:
         return "–"
+    if e.get("accuracy_judged") is False:
+        # A mode that computes in lower precision by design (OpenVINO's default: bf16).
+        return "not judged: lower precision (" + ("within" if e["accuracy_ok"] else "outside") + " the fp32 rule)"
     return "ok" if e["accuracy_ok"] else "**WRONG**"
 
 
+def _eager_ms(e: dict[str, Any]) -> str:
+    """Eager's median in the mode's own process (isolated runs), or in the one shared process."""
+    return _f(e.get("eager_median_ms"))
+
+
 def _model_table(rows: list[dict[str, Any]], memory: bool) -> list[str]:
-    head = "| workload | mode | median ms | p10 | p90 | speedup | first call s | accuracy |"
-    sep = "|---|---|---:|---:|---:|---:|---:|---|"
+    head = "| workload | mode | median ms | p10 | p90 | eager ms, same process | speedup | first call s | accuracy |"
+    sep = "|---|---|---:|---:|---:|---:|---:|---:|---|"
     if memory:
         head += " peak RSS MB | RSS after import torch MB | RSS after build MB |"
         sep += "---:|---:|---:|"
@@ -35,7 +43,7 @@ def _model_table(rows: list[dict[str, Any]], memory: bool) -> list[str]:
         for mode, e in w["modes"].items():
             line = (
                 f"| {w['name']} | {mode} | {_f(e.get('median_ms'))} | {_f(e.get('p10_ms'))} | {_f(e.get('p90_ms'))} "
-                f"| {_f(e.get('speedup'), '{:.2f}x')} | {_f(e.get('first_call_s'))} | {_acc(e)} |"
+                f"| {_eager_ms(e)} | {_f(e.get('speedup'), '{:.2f}x')} | {_f(e.get('first_call_s'))} | {_acc(e)} |"
             )
             if memory:
                 m = e.get("memory") or {}
@@ -59,6 +67,18 @@ def _kernel_table(rows: list[dict[str, Any]]) -> list[str]:
                 f"| {w['name']} | {w['desc']} | {mode} | {_f(e.get('median_ms'), '{:.3f}')} | {_f(e.get('gflops'), '{:.1f}')} "
                 f"| {_f(frac * 100 if frac is not None else None, '{:.0f}%')} | {_f(e.get('speedup'), '{:.2f}x')} | {_acc(e)} |"
             )
+    return out
+
+
+def _eager_spread(rows: list[dict[str, Any]]) -> list[str]:
+    """Eager's median in each process of an isolated run, per workload."""
+    out = []
+    for w in rows:
+        e = w["modes"].get("eager") or {}
+        procs = e.get("eager_processes") or []
+        if len(procs) > 1:
+            each = ", ".join(f"{p['median_ms']:.2f} (with {p['with']})" for p in procs)
+            out.append(f"- `{w['name']}`: eager ms per process {each}; spread {100 * e['eager_spread']:.1f}%")
     return out
 
 
@@ -144,10 +164,11 @@ def markdown(results: dict[str, Any], png_name: str | None) -> str:
         ),
         *_peak_line(peak),
         f"- {results['command']}; took {results['wall_s']:.0f} s",
+        f"- isolation: {results.get('isolation', 'one process for all modes')}",
         "",
         *_busy_warning(results),
         f"Median/p10/p90 latency over interleaved runs (modes take turns {results.get('turns', 'run by run')}); "
-        "speedup = eager median / mode median;",
+        "speedup = eager median / mode median, eager timed in the same process as the mode;",
         "first call = compile + first run; accuracy = SPEC section 4 rule against eager fp32/fp64.",
         "",
     ]
@@ -157,6 +178,9 @@ def markdown(results: dict[str, Any], png_name: str | None) -> str:
         lines += ["## Models", "", *_model_table(models, results.get("memory", False)), ""]
         if results.get("memory"):
             lines += ["Peak RSS: VmHWM (peak resident set) of a fresh process per mode (interpreter + weights + compile + runs).", ""]
+        spread = _eager_spread(models)
+        if spread:
+            lines += ["Eager in each mode's process (the row of eager above is their median):", "", *spread, ""]
     if kernels:
         lines += [
             "## Kernels (batch 1 shapes from ResNet-50 and BERT-base, plus square GEMMs)",
@@ -164,6 +188,9 @@ def markdown(results: dict[str, Any], png_name: str | None) -> str:
             *_kernel_table(kernels),
             "",
         ]
+        spread = _eager_spread(kernels)
+        if spread:
+            lines += ["Eager in each mode's process (the row of eager above is their median):", "", *spread, ""]
     probs = _problems(results)
     if probs:
         lines += ["## Errors, wrong answers and notes", "", *probs, ""]

@@ -103,7 +103,7 @@ class Workload:
     flops: float | None = None
     groups: tuple[str, ...] = ()
     # Modes run when --modes is not given.
-    default_modes: tuple[str, ...] = ("eager", "inductor", "inductor_freezing", "torchair")
+    default_modes: tuple[str, ...] = ("eager", "inductor", "inductor_freezing", "torchair", "openvino", "openvino_f32")
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything torchair needs on a fresh machine (PyPI only), then
 # builds and installs torchair itself. torch is pinned: a looser requirement
-# would pull a multi-GB CUDA build.
+# would pull a multi-GB CUDA build. openvino is a peer the benchmark compares
+# with (bench/modes.py), as its users install it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-python3 -m pip install -q "torch==2.13.0" "transformers>=4.40" pytest expecttest numpy matplotlib \
+python3 -m pip install -q "torch==2.13.0" "transformers>=4.40" pytest expecttest numpy matplotlib openvino \
   "scikit-build-core>=0.8" cmake ninja
 python3 -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build/wheel .
 python3 -c "import torchair; print('torchair', torchair.__version__, 'isa', torchair._C.isa())"
