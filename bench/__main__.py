@@ -224,8 +224,14 @@ def _log_workload(r: dict[str, Any]) -> None:
         _log(
             f"{r['name']:<28} {mode:<18} median {e.get('median_ms', float('nan')):9.3f} ms  "
             f"x{e.get('speedup', float('nan')):.2f}  first {e.get('first_call_s', float('nan')):.2f} s{extra}  "
-            f"{'ok' if e.get('accuracy_ok') else 'WRONG: ' + e.get('accuracy', '')[:200]}"
+            f"{_accuracy_word(e)}"
         )
+
+
+def _accuracy_word(e: dict[str, Any]) -> str:
+    if e.get("accuracy_judged") is False:
+        return "lower precision, not judged: " + e.get("accuracy", "")[:160]
+    return "ok" if e.get("accuracy_ok") else "WRONG: " + e.get("accuracy", "")[:200]
 
 
 if __name__ == "__main__":

@@ -87,6 +87,8 @@ struct air_graph {
 };
 
 /* Grows *array (of elem bytes) so that index n fits; doubling. */
+/* Frees what a node owns (its inputs, outputs and attribute lists). */
+void ir_free_node(ir_node *n);
 air_status ir_grow(void **array, int *cap, int n, size_t elem);
 
 /* Appends a value; returns its id in *out. */

@@ -2,8 +2,8 @@
  * pooling (NCHW). Output sizes follow PyTorch's rules exactly, built as dim
  * expressions so that they hold for symbolic heights and widths too. */
 #include "core/error.h"
-#include "kernels/epilogue.h"
-#include "kernels/ref/conv.h"
+#include "kernels/common/epilogue.h"
+#include "kernels/conv/conv_ref.h"
 #include "ops/op.h"
 
 static bool is_float(air_dtype d)

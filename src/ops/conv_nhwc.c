@@ -4,7 +4,7 @@
  * repacks at compile time). Shapes come from the NCHW ops' rules
  * (infer_as_nchw). */
 #include "core/error.h"
-#include "kernels/ref/conv_nhwc.h"
+#include "kernels/conv/conv_nhwc_ref.h"
 #include "ops/op.h"
 
 /* [N, H, W, C] seen as [N, C, H, W], and back */

@@ -2,7 +2,7 @@
  * binary ops with broadcasting (inputs share one dtype; the lowering
  * inserts casts for type promotion), where, and cast. */
 #include "core/error.h"
-#include "kernels/ref/elementwise.h"
+#include "kernels/elementwise/elementwise_ref.h"
 #include "ops/op.h"
 
 static bool is_float(air_dtype d)

@@ -1,9 +1,9 @@
 /* fused.c - op table entries for ops that only passes create: a fused chain
- * of f32 elementwise ops (see kernels/ref/fused.h for its program), and
- * the rotary position embedding (kernels/ref/rope.h). */
+ * of f32 elementwise ops (see kernels/elementwise/fused_ref.h for its program), and
+ * the rotary position embedding (kernels/rope/rope_ref.h). */
 #include "core/error.h"
-#include "kernels/ref/fused.h"
-#include "kernels/ref/rope.h"
+#include "kernels/elementwise/fused_ref.h"
+#include "kernels/rope/rope_ref.h"
 #include "ops/op.h"
 
 static air_status infer_fused(op_infer_ctx *c)

@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "core/error.h"
-#include "kernels/ref/index.h"
+#include "kernels/shape/index_ref.h"
 #include "ops/op.h"
 
 /* Index values are checked by the kernels at run time; here only dtypes,

@@ -6,8 +6,9 @@
 #include <stdio.h>
 
 #include "core/error.h"
-#include "kernels/epilogue.h"
-#include "kernels/ref/linalg.h"
+#include "kernels/attention/attention_ref.h"
+#include "kernels/common/epilogue.h"
+#include "kernels/matmul/matmul_ref.h"
 #include "ops/op.h"
 
 static bool is_float(air_dtype d)
@@ -256,7 +257,7 @@ static const op_attr_spec sdpa_attrs[] = {
 	/* a row with every key excluded: 0 (torch's CPU flash kernel) or, when
 	 * 1, NaN (softmax over all -inf, as decomposed attention gives) */
 	{"empty_nan", OPA_INT, false, 0, 0},
-	/* q, k, v as strided rank-4 views of their inputs (kernels/ref/linalg.h,
+	/* q, k, v as strided rank-4 views of their inputs (kernels/matmul/matmul_ref.h,
 	 * ksdpa_view): none, or [offset, B, H, L, E, stride B, stride H, stride L] */
 	{"q_view", OPA_INTS, false, 0, 0},
 	{"k_view", OPA_INTS, false, 0, 0},

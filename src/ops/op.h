@@ -1,13 +1,13 @@
 /* op.h - the op table's entry: attribute schema, shape inference, flags,
  * and the reference kernel that is the oracle for every fast kernel.
  * Adding an op: an entry in ops/optable.h, its op_def in its family file,
- * its reference kernel in kernels/ref/, tests, and one line in the Python
- * lowering table. */
+ * its reference kernel in its family's folder (kernels/<family>/<name>_ref.c),
+ * tests, and one line in the Python lowering table. */
 #ifndef AIR_OPS_OP_H
 #define AIR_OPS_OP_H
 
 #include "core/graph.h"
-#include "kernels/kernel.h"
+#include "kernels/common/kernel.h"
 
 typedef enum op_attr_type {
 	OPA_INT,   /* int64 */

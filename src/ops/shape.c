@@ -2,7 +2,7 @@
  * alias: no data moves), copy, permute, expand, slice and cat. Views in
  * the ATen graph become these; passes fold them into consumers later. */
 #include "core/error.h"
-#include "kernels/ref/shape.h"
+#include "kernels/shape/shape_ref.h"
 #include "ops/op.h"
 
 static air_status infer_reshape(op_infer_ctx *c)

@@ -10,8 +10,8 @@
  * those permutes and slices copied its tensor; here each operand of sdpa
  * follows its chain of permute, slice and reshape nodes back as far as a
  * strided view of the chain's first tensor describes it, and reads that
- * tensor through the view (sdpa's q_view, k_view, v_view: kernels/ref/
- * linalg.h); the output takes the place of a permute(0, 2, 1, 3) that was
+ * tensor through the view (sdpa's q_view, k_view, v_view: kernels/attention/
+ * attention_ref.h); the output takes the place of a permute(0, 2, 1, 3) that was
  * its only reader (out_bshd). Nodes nothing reads any more go.
  *
  * Only static sizes (a view is a list of numbers), rank-4 operands, and a
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "kernels/ref/linalg.h"
+#include "kernels/attention/attention_ref.h"
 #include "ops/op.h"
 #include "passes/pass.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "kernels/ref/fused.h"
+#include "kernels/elementwise/fused_ref.h"
 #include "ops/op.h"
 #include "passes/pass.h"
 

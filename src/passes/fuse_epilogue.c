@@ -1,5 +1,5 @@
 /* fuse_epilogue.c - conv2d / linear with what follows them fused into the
- * GEMM's epilogue (kernels/epilogue.h): C = act(A @ B + bias + residual).
+ * GEMM's epilogue (kernels/common/epilogue.h): C = act(A @ B + bias + residual).
  *
  * First the products are put in one form: mm(a, permute(w, [1, 0])) and
  * addmm(bias [N], a, permute(w, [1, 0])) (what nn.Linear lowers to) become
@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "kernels/epilogue.h"
+#include "kernels/common/epilogue.h"
 #include "ops/op.h"
 #include "passes/pass.h"
 

@@ -6,7 +6,7 @@
  * (Hugging Face's apply_rotary_pos_emb with rotate_half, on q and on k in
  * every LLaMA-style layer; h is half of x's last dim). Written out it is
  * seven ops, five of them copies of x's size; rope reads x, cos and sin
- * once (kernels/ref/rope.h).
+ * once (kernels/rope/rope_ref.h).
  *
  * On a head split (x = permute(y, (0, 2, 1, 3)), read by nothing else,
  * with cos and sin [B or 1, 1, L, E], as LLaMA's q and k are) the rope runs

@@ -32,9 +32,9 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "kernels/conv_nhwc.h"  /* kconv_implicit_fits */
-#include "kernels/ref/conv.h"   /* kref_pair */
-#include "kernels/ref/linalg.h" /* kref_present */
+#include "kernels/conv/conv_nhwc.h"  /* kconv_implicit_fits */
+#include "kernels/conv/conv_ref.h"   /* kref_pair */
+#include "kernels/matmul/matmul_ref.h" /* kref_present */
 #include "ops/op.h"
 #include "passes/pass.h"
 

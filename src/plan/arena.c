@@ -1,4 +1,4 @@
-/* arena.c - from a model and concrete value sizes to the arena plan:
+/* arena.c - from a compiled program and concrete value sizes to the arena plan:
  * lifetimes over the step order, in-place reuse, then plan/memplan.c.
  *
  * An activation is a node output that owns its memory (its own alias root)
@@ -18,7 +18,7 @@
 #include "plan/memplan.h"
 
 typedef struct planner {
-	const air_model *m;
+	const mp_program *m;
 	const size_t *bytes;
 	int *last_use; /* per root value: last step reading it or an alias of it */
 	int *buf_of;   /* per value: its buffer, or -1 */
@@ -29,7 +29,7 @@ typedef struct planner {
 /* The input of step k whose buffer the output can take over, or -1. */
 static int choose_inplace(const planner *p, int k)
 {
-	const air_model *m = p->m;
+	const mp_program *m = p->m;
 	const air_graph *g = m->g;
 	const ir_node *n = &g->nodes[m->steps[k].node];
 	air_value o = n->out[0];
@@ -52,7 +52,7 @@ static int choose_inplace(const planner *p, int k)
 	return -1;
 }
 
-air_status mp_plan_model(const air_model *m, const size_t *bytes, bool reuse, mp_arena *out)
+air_status mp_plan_program(const mp_program *m, const size_t *bytes, bool reuse, mp_arena *out)
 {
 	const air_graph *g = m->g;
 	int nv = g->n_values;
@@ -78,7 +78,7 @@ air_status mp_plan_model(const air_model *m, const size_t *bytes, bool reuse, mp
 	}
 	for (int k = 0; k < m->n_steps; k++) {
 		out->inplace[k] = -1;
-		const rt_step *step = &m->steps[k];
+		const mp_step *step = &m->steps[k];
 		if (step->alias)
 			continue; /* its output is its input's memory */
 		const ir_node *n = &g->nodes[step->node];

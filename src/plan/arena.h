@@ -10,7 +10,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/model.h"
+#include "core/graph.h"
+#include "kernels/common/kernel.h"
+
+/* One step of a compiled program: a node and the kernel chosen for it. */
+typedef struct mp_step {
+	int node;               /* index in the program's graph */
+	const k_kernel *kernel;
+	void *prepared;         /* kernel->prepare's result, released with the program */
+	bool alias;             /* output 0 takes input 0's memory; nothing runs */
+} mp_step;
+
+/* What the plan reads of a compiled program (the runtime's air_model holds
+ * these): its graph, steps in order, and per value the value whose memory it
+ * uses (root) and whether it lives in a caller's output buffer. */
+typedef struct mp_program {
+	const air_graph *g;
+	const mp_step *steps;
+	int n_steps;
+	const int32_t *root;
+	const bool *is_output;
+} mp_program;
 
 typedef struct mp_arena {
 	int64_t *offset;       /* in, n_values entries: out, arena offset per value, or -1 */
@@ -22,15 +42,15 @@ typedef struct mp_arena {
 	int n_inplace;         /* steps that run in place */
 } mp_arena;
 
-/* Plans the arena of m for value sizes value_bytes[v] (bytes of every value
+/* Plans the arena of program p for value sizes value_bytes[v] (bytes of every value
  * for the current shapes). reuse false (AIR_COMPILE_NO_MEMORY_REUSE): every
  * activation gets its own range and nothing runs in place. */
-air_status mp_plan_model(const air_model *m, const size_t *value_bytes, bool reuse, mp_arena *out);
+air_status mp_plan_program(const mp_program *p, const size_t *value_bytes, bool reuse, mp_arena *out);
 
 /* May step k's output 0 share memory with its input i, as far as its op and
  * kernel go (the kernel reads each element of input i before it writes that
  * element of the output, and never again after)? Sizes, dtypes and
  * lifetimes are mp_plan_model's to check. */
-bool mp_inplace_allowed(const air_model *m, int k, int i);
+bool mp_inplace_allowed(const mp_program *p, int k, int i);
 
 #endif

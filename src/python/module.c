@@ -13,9 +13,9 @@
 
 #include "air/air.h"
 #include "host_threads.h"
+#include "kernels/common/cpu.h"
+#include "kernels/gemm/amx.h"
 #include "output_pool.h"
-#include "kernels/cpu.h"
-#include "kernels/gemm_amx.h"
 
 static PyObject *Error; /* torchair._C.Error, a RuntimeError */
 

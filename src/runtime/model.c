@@ -9,8 +9,8 @@
 #endif
 
 #include "core/error.h"
-#include "kernels/cpu.h"
-#include "kernels/registry.h"
+#include "kernels/common/cpu.h"
+#include "ops/kernels.h"
 #include "ops/op.h"
 #include "passes/pass.h"
 #include "runtime/model.h"

@@ -5,15 +5,12 @@
 #include <stdbool.h>
 
 #include "core/graph.h"
-#include "kernels/kernel.h"
-#include "runtime/pool.h"
+#include "kernels/common/kernel.h"
+#include "plan/arena.h"
+#include "platform/pool.h"
 
-typedef struct rt_step {
-	int node;               /* index in the model's graph */
-	const k_kernel *kernel;
-	void *prepared;         /* kernel->prepare's result, released with the model */
-	bool alias;             /* output 0 takes input 0's memory; nothing runs */
-} rt_step;
+/* A step of the model: its node and kernel (plan/arena.h). */
+typedef mp_step rt_step;
 
 struct air_model {
 	air_graph *g;   /* the model's own graph, after passes */
@@ -38,6 +35,12 @@ struct air_model {
 	_Atomic int run_mem_state;
 	air_memory_info run_mem;
 };
+
+/* The part of m the memory plan reads. */
+static inline mp_program rt_program(const air_model *m)
+{
+	return (mp_program){m->g, m->steps, m->n_steps, m->root, m->is_output};
+}
 
 /* Keeps a copy of m->g without constant data as m->before (dot.c). */
 air_status rt_keep_graph_before(air_model *m);

@@ -9,12 +9,12 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "kernels/conv_nhwc.h"
-#include "kernels/cpu.h"
-#include "kernels/epilogue.h"
-#include "kernels/gemm.h"
-#include "kernels/linalg_fast.h"
-#include "kernels/ref/fused.h"
+#include "kernels/common/cpu.h"
+#include "kernels/common/epilogue.h"
+#include "kernels/conv/conv_nhwc.h"
+#include "kernels/elementwise/fused_ref.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/matmul/matmul_fast.h"
 #include "ops/op.h"
 #include "runtime/model.h"
 
@@ -53,7 +53,7 @@ static void add(sbuf *s, const char *fmt, ...)
 	}
 }
 
-/* The names of the fused program's opcodes (kernels/ref/fused.h order). */
+/* The names of the fused program's opcodes (kernels/elementwise/fused_ref.h order). */
 static const char *const KF_NAMES[] = {
 	"neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf", "relu", "gelu",
 	"gelu_tanh", "silu", "hardswish", "hardsigmoid", "reciprocal", "add", "sub", "rsub", "mul", "div",
@@ -61,7 +61,7 @@ static const char *const KF_NAMES[] = {
 };
 _Static_assert(sizeof KF_NAMES / sizeof KF_NAMES[0] == KF_OPCODE_COUNT, "a name per fused opcode");
 
-/* k_act names (kernels/epilogue.h order) */
+/* k_act names (kernels/common/epilogue.h order) */
 static const char *const ACT_NAMES[] = {"none", "relu", "relu6", "gelu", "gelu_tanh", "silu",
 					"sigmoid", "tanh", "hardswish"};
 

@@ -10,7 +10,7 @@
 #include "ops/op.h"
 #include "plan/arena.h"
 #include "plan/memplan.h"
-#include "runtime/bigmem.h"
+#include "platform/bigmem.h"
 #include "runtime/model.h"
 
 struct air_session {
@@ -288,7 +288,8 @@ static air_status plan(air_session *s)
 	for (int v = 0; v < g->n_values; v++)
 		s->value_bytes[v] = (size_t)s->vals[v].numel * air_dtype_size(g->values[v].dtype);
 	mp_arena ar = {s->offsets, s->inplace, 0, 0, 0, 0};
-	AIR_TRY(mp_plan_model(m, s->value_bytes, !(m->flags & AIR_COMPILE_NO_MEMORY_REUSE), &ar));
+	const mp_program prog = rt_program(m);
+	AIR_TRY(mp_plan_program(&prog, s->value_bytes, !(m->flags & AIR_COMPILE_NO_MEMORY_REUSE), &ar));
 	size_t total = ar.bytes;
 	/* one workspace region shared by all steps: they run one at a time */
 	size_t ws = 0;

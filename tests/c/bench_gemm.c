@@ -19,8 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/cpu.h"
-#include "kernels/gemm.h"
+#include "kernels/common/cpu.h"
+#include "kernels/gemm/gemm.h"
 
 static double clock_s(clockid_t id)
 {

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/cpu.h"
-#include "kernels/rowops_impl.h"
-#include "kernels/vmath_impl.h"
+#include "kernels/common/cpu.h"
+#include "kernels/norm/rowops_impl.h"
+#include "kernels/vmath/vmath_impl.h"
 
 static double now(void)
 {

@@ -1,4 +1,4 @@
-/* test_attention.c - the fused sdpa kernel (kernels/attention_fast.c, on the
+/* test_attention.c - the fused sdpa kernel (kernels/attention/attention_fast.c, on the
  * ISA that AIR_ISA leaves) against the reference kernel: head dims 1 to
  * 128, L != S, sequence lengths 1, 3, 129, float masks broadcast every way
  * ([L,S], [B,1,1,S], [B,H,L,S], [L,1]), bool masks, causal (L < S, L > S,
@@ -13,11 +13,12 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/attention_fast.h"
-#include "kernels/cpu.h"
-#include "kernels/ref/linalg.h"
+#include "kernels/attention/attention_fast.h"
+#include "kernels/attention/attention_ref.h"
+#include "kernels/common/cpu.h"
+#include "kernels/matmul/matmul_ref.h"
 #include "ops/op.h"
-#include "runtime/pool.h"
+#include "platform/pool.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float urand(void) /* [-1, 1) */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "runtime/bigmem.h"
+#include "platform/bigmem.h"
 
 int main(void)
 {

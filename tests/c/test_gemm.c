@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/cpu.h"
-#include "kernels/gemm.h"
-#include "kernels/vmath.h"
+#include "kernels/common/cpu.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/vmath/vmath.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 

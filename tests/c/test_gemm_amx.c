@@ -1,4 +1,4 @@
-/* test_gemm_amx.c - the AMX GEMM (kernels/gemm_amx.h) through
+/* test_gemm_amx.c - the AMX GEMM (kernels/gemm/amx.h) through
  * kgemm_f32_packed: that it runs where it should (kamx_passes), that its
  * error against f64 is no worse than an f32 dot product's, edges of M, N
  * and K blocks with every epilogue, a residual aliasing C over several K
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/gemm.h"
-#include "kernels/gemm_amx.h"
+#include "kernels/gemm/amx.h"
+#include "kernels/gemm/gemm.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 

@@ -10,8 +10,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "kernels/gemm/amx.h"
 #include "pass_graph.h"
-#include "kernels/gemm_amx.h"
 
 typedef struct lin_case {
 	int64_t M, K, N;

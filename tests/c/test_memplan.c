@@ -15,7 +15,7 @@
 
 #include "air/air.h"
 #include "check.h"
-#include "kernels/ref/fused.h"
+#include "kernels/elementwise/fused_ref.h"
 #include "ops/op.h"
 #include "plan/memplan.h"
 #include "runtime/model.h"

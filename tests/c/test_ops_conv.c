@@ -13,8 +13,8 @@
 #include <time.h>
 
 #include "check.h"
+#include "kernels/common/cpu.h"
 #include "op_harness.h"
-#include "kernels/cpu.h"
 
 /* Compiles op with reference and with fast kernels, runs both and checks
  * shape, values, and fast against reference. */
@@ -923,7 +923,7 @@ static void test_errors(void)
 
 /* ---- conv2d with a fused epilogue (act, residual) ------------------------ */
 
-/* The activations of kernels/epilogue.h, in double. */
+/* The activations of kernels/common/epilogue.h, in double. */
 static double act_d(double x, int act)
 {
 	switch (act) {

@@ -47,7 +47,7 @@ static int64_t wrap_to(air_dtype dt, uint64_t u)
 	}
 }
 
-/* Test-side f16/bf16 decoding (independent of kernels/half.h). */
+/* Test-side f16/bf16 decoding (independent of kernels/common/half.h). */
 static double f16_value(uint16_t h)
 {
 	int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;

@@ -579,7 +579,7 @@ static void test_errors(void)
 
 /* ---- linear with a fused epilogue (act, residual) ------------------------ */
 
-/* The activations of kernels/epilogue.h, in double. */
+/* The activations of kernels/common/epilogue.h, in double. */
 static double act_d(double x, int act)
 {
 	switch (act) {

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/common/cpu.h"
 #include "op_harness.h"
-#include "kernels/cpu.h"
 
 #define TRY(x) CHECK_OK(x)
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "runtime/pool.h"
+#include "platform/pool.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/rowops.h"
+#include "kernels/norm/rowops.h"
 
 /* Worst errors measured on these data, in ulp, with a little margin:
  *          softmax  log_softmax  layernorm  mean/rstd  rmsnorm

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/vmath.h"
-#include "kernels/vmath_impl.h" /* kv_unary_isa */
+#include "kernels/vmath/vmath.h"
+#include "kernels/vmath/vmath_impl.h" /* kv_unary_isa */
 
 static double ref_exp(double x) { return exp(x); }
 static double ref_log(double x) { return log(x); }

@@ -1,8 +1,8 @@
 /* test_weight_repack.c - channels-last convolutions that re-pack their
  * weight on every call instead of holding a packed copy (low memory, the
- * default, and at least 512 output pixels: kernels/conv_nhwc.c; the 3x3
+ * default, and at least 512 output pixels: kernels/conv/conv_nhwc.c; the 3x3
  * stride-1 ones go through Winograd, whose transformed weight is then made
- * per call too when it is 4 MiB or more: kernels/conv_winograd.c). A conv2d
+ * per call too when it is 4 MiB or more: kernels/conv/conv_winograd.c). A conv2d
  * (+ batch_norm, whose scale then is applied while packing) with a borrowed
  * weight, through the layout pass, must give bit for bit what the same
  * model with a packed copy gives (AIR_COMPILE_NO_MEMORY_REUSE), hold the
@@ -15,9 +15,9 @@
 
 #include "air/air.h"
 #include "check.h"
+#include "kernels/common/cpu.h"
+#include "kernels/gemm/amx.h"
 #include "pass_graph.h"
-#include "kernels/cpu.h"
-#include "kernels/gemm_amx.h"
 
 typedef struct repack_case {
 	int64_t N, C, H, O, K, stride, groups;

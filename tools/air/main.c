@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "air/air.h"
-#include "kernels/cpu.h"
+#include "kernels/common/cpu.h"
 
 static int usage(void)
 {

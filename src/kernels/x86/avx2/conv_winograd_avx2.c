@@ -1,4 +1,0 @@
-/* conv_winograd_avx2.c - the Winograd tile transforms
- * (kernels/conv_winograd_tiles.h) compiled with AVX2+FMA. */
-#define KWINO_SUFFIX avx2
-#include "kernels/conv_winograd_tiles.h"
