@@ -2,9 +2,10 @@
 no source file over the line limit. ``python tools/check_layers.py`` prints what it finds
 and exits 1 if anything is wrong; tests/python/test_layers.py runs it.
 
-C: a file depends on a module when it includes that module's header. A module is a .c
-and its .h, with its ISA variants (name.avx2.c) and its internal header (name_impl.h,
-name_internal.h); circles are looked for among modules and among folders. The layers, lowest first, are listed in LAYERS: a folder may include
+C: a file depends on a module when it includes that module's header. A module is a header
+with the .c files that include it first (their own header, by convention: gemm/pack.c and
+gemm/gemm.c both implement gemm.h), its ISA variants (name.avx2.c) and its internal header
+(name_impl.h, name_internal.h); circles are looked for among modules and among folders. The layers, lowest first, are listed in LAYERS: a folder may include
 its own layer and those below it, never one above (so the kernels never see the op table,
 and the core IR never calls up into it).
 
@@ -131,9 +132,16 @@ def check_c() -> list[str]:
     for f in _c_files():
         rel_top = f.relative_to(REPO)
         rel = str(f.relative_to(REPO / rel_top.parts[0]))
+        includes = _INCLUDE.findall(f.read_text(errors="replace"))
         me = _module(rel)
+        if rel.endswith(".c") and includes:
+            # A .c file implements the interface it includes first (its own header, by the
+            # project's convention): gemm/pack.c is part of module gemm, as gemm/gemm.c is.
+            first = _resolve(includes[0], f)
+            if first is not None and Path(first).parent == Path(rel).parent:
+                me = _module(first)
         my_layer = _layer_of(rel)
-        for inc in _INCLUDE.findall(f.read_text(errors="replace")):
+        for inc in includes:
             target = _resolve(inc, f)
             if target is None:
                 continue
