@@ -40,6 +40,9 @@ _OPTIONS: dict[str, _Option] = {
         "(folding, prepacking), guarded each call and rebuilt when changed; False keeps them as inputs",
     ),
     "mode": _Option(None, (str, type(None)), "'reduce-overhead' or 'max-autotune'"),
+    "weight_quantization": _Option(
+        None, (str, type(None)), "'int8' or 'int4': linear weights quantized group-wise when frozen"
+    ),
     "disabled_passes": _Option(
         (),
         (tuple, list),
@@ -103,6 +106,8 @@ class CompilerConfig:
             value = _pass_names(value)
         if name == "mixed_precision" and value not in (None, "bf16", "fp16"):
             raise OptionError(1, "invalid argument", f"mixed_precision must be 'bf16' or 'fp16', got {value!r}")
+        if name == "weight_quantization" and value not in (None, "int8", "int4"):
+            raise OptionError(1, "invalid argument", f"weight_quantization must be 'int8' or 'int4', got {value!r}")
         object.__setattr__(self, name, value)
 
     def as_dict(self) -> dict[str, Any]:
@@ -121,6 +126,10 @@ class CompilerConfig:
             )
         if self.mode == "max-autotune":
             raise NotBuiltError(2, "unsupported", "mode 'max-autotune' is not built yet in this torchair")
+        if self.weight_quantization is not None:
+            raise NotBuiltError(
+                2, "unsupported", "option 'weight_quantization' is not built yet in this torchair (no int8/int4 kernels)"
+            )
 
     def __repr__(self) -> str:
         return f"CompilerConfig({', '.join(f'{k}={v!r}' for k, v in self.as_dict().items())})"

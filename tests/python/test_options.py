@@ -117,7 +117,7 @@ def test_wrong_type_names_the_option(name, value):
 
 @pytest.mark.parametrize(
     "name, value",
-    [("fusion_threshold", 0), ("max_static_subgraph_ops", -3), ("mixed_precision", "int4"), ("mode", "fast")],
+    [("fusion_threshold", 0), ("max_static_subgraph_ops", -3), ("mixed_precision", "int4"), ("mode", "fast"), ("weight_quantization", "int3")],
 )
 def test_wrong_value_is_refused(name, value):
     with pytest.raises(torchair.OptionError) as info:
@@ -143,8 +143,10 @@ def test_bad_mode_through_torch_compile():
         ({"options": {"dynamic_axes": {"x": {0: "batch"}}}}, "dynamic_axes"),
         ({"options": {"mode": "max-autotune"}}, "max-autotune"),
         ({"mode": "max-autotune"}, "max-autotune"),
+        ({"options": {"weight_quantization": "int8"}}, "weight_quantization"),
+        ({"options": {"weight_quantization": "int4"}}, "weight_quantization"),
     ],
-    ids=["bf16", "fp16", "dynamic_axes", "max-autotune-option", "max-autotune-mode"],
+    ids=["bf16", "fp16", "dynamic_axes", "max-autotune-option", "max-autotune-mode", "int8", "int4"],
 )
 def test_unbuilt_feature_is_refused(kwargs, named):
     inner = _compile_error(_chain, torch.randn(3), **kwargs)
