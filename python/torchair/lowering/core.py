@@ -1,0 +1,259 @@
+"""The lowering table and what every lowering uses: ``LOWERINGS`` and the
+``lowers`` decorator that fills it, ``Lowerer`` (one libair graph being built
+from FX nodes, symbolic sizes included) and the small argument helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sympy
+import torch
+from torch.fx import Node
+
+from torchair import _C
+from torchair.dtypes import TORCH_TO_AIR
+from torchair.errors import Unsupported
+
+aten = torch.ops.aten
+
+Value = int  # a libair value id
+Lowering = Callable[["Lowerer", Node], Any]
+
+LOWERINGS: dict[Any, Lowering] = {}
+# For ops with several outputs: which getitem indices libair produces.
+AVAILABLE_OUTPUTS: dict[Any, frozenset[int]] = {}
+
+_DIM_ADD, _DIM_SUB, _DIM_MUL, _DIM_FLOORDIV, _DIM_CEILDIV, _DIM_MOD, _DIM_MIN, _DIM_MAX = range(8)
+_INT64_MAX = 2**63 - 1
+
+
+def lowers(*targets: Any, outputs: Sequence[int] | None = None) -> Callable[[Lowering], Lowering]:
+    def register(fn: Lowering) -> Lowering:
+        for t in targets:
+            LOWERINGS[t] = fn
+            if outputs is not None:
+                AVAILABLE_OUTPUTS[t] = frozenset(outputs)
+        return fn
+
+    return register
+
+
+def meta(node: Any) -> Any:
+    return node.meta.get("val") if isinstance(node, Node) else None
+
+
+def air_dtype(dtype: torch.dtype) -> int:
+    code = TORCH_TO_AIR.get(dtype)
+    if code is None:
+        raise Unsupported(f"dtype {dtype} is not supported")
+    return code
+
+
+class Lowerer:
+    """Builds one libair graph from FX nodes. ``env`` maps each FX node to its
+    libair value (or a tuple of values for multi-output ops)."""
+
+    def __init__(self) -> None:
+        self.g = _C.Graph()
+        self.env: dict[Node, Any] = {}
+        self.symbols: dict[sympy.Symbol, int] = {}
+        # whole size expressions of inputs (s0*s1 after a flattening view),
+        # bound as symbols of their own: see bind_symbols
+        self.composites: dict[sympy.Expr, int] = {}
+        self._scalar_cache: dict[tuple[Any, int], Value] = {}
+
+    # ---- symbolic sizes -------------------------------------------------
+
+    def dim(self, size: Any) -> int:
+        """A libair dim for an int or SymInt."""
+        if isinstance(size, int):
+            return size
+        if isinstance(size, torch.SymInt):
+            expr = size.node.expr
+            if expr.is_number:
+                return int(expr)
+            return self._expr(expr)
+        raise Unsupported(f"size {size!r} is not an int")
+
+    def dims(self, sizes: Sequence[Any]) -> list[int]:
+        return [self.dim(s) for s in sizes]
+
+    def bind_symbols(self, sizes: Sequence[Any], name: str) -> None:
+        """Creates a symbol for each symbolic size of an input: a bare
+        symbol (s0) binds that symbol; an expression (s0*s1, the rows of a
+        flattened [s0, s1, C] input) binds a symbol for the whole
+        expression, used where its parts are not known. A subgraph that
+        starts after a flattening view (an addmm on [s0*s1, C]) then needs
+        no bare s1, which no input of it has."""
+        for i, s in enumerate(sizes):
+            if isinstance(s, torch.SymInt):
+                expr = s.node.expr
+                if isinstance(expr, sympy.Symbol):
+                    if expr not in self.symbols:
+                        self.symbols[expr] = self.g.symbol(str(expr))
+                elif not expr.is_number and expr not in self.composites:
+                    self.composites[expr] = self.g.symbol(str(expr))
+
+    def add_size_input(self, size: Any, name: str) -> bool:
+        """For a SymInt argument that no tensor input has bound (a bare
+        symbol, or an expression such as s//16 that a view's shape names):
+        an f32 input of dims [0, size] (empty, so its caller passes
+        torch.empty((0, n)) at no cost) that binds it. False if not needed."""
+        expr = size.node.expr
+        if expr.is_number or expr in self.symbols or expr in self.composites:
+            return False
+        self.bind_symbols([size], name)
+        bound = self.symbols[expr] if isinstance(expr, sympy.Symbol) else self.composites[expr]
+        self.g.input(air_dtype(torch.float32), [0, bound], name)
+        return True
+
+    def _expr(self, e: sympy.Expr) -> int:
+        if e.is_Integer:
+            v = int(e)
+            if v < 0:
+                raise Unsupported(f"negative size expression {e}")
+            return v
+        if isinstance(e, sympy.Symbol):
+            if e not in self.symbols:
+                raise Unsupported(f"symbol {e} is not a dim of any input of this subgraph")
+            return self.symbols[e]
+        if e in self.composites and not e.free_symbols <= self.symbols.keys():
+            return self.composites[e]
+        if isinstance(e, sympy.Add):
+            pos, neg = [], []
+            for term in e.args:
+                coeff, rest = term.as_coeff_Mul()
+                if coeff < 0:
+                    neg.append(-coeff * rest)
+                else:
+                    pos.append(term)
+            acc = self._fold(_DIM_ADD, [self._expr(t) for t in pos])
+            for t in neg:
+                acc = self.g.dim_expr(_DIM_SUB, acc, self._expr(t))
+            return acc
+        if isinstance(e, sympy.Mul):
+            return self._fold(_DIM_MUL, [self._expr(t) for t in e.args])
+        name = type(e).__name__
+        if name in ("CeilToInt", "FloorToInt") and type(e.args[0]).__name__ == "IntTrueDiv":
+            # ceil(a / b), floor(a / b) of ints: an exact division, rounded
+            a, b = e.args[0].args
+            op = _DIM_CEILDIV if name == "CeilToInt" else _DIM_FLOORDIV
+            return self.g.dim_expr(op, self._expr(a), self._expr(b))
+        ops = {"FloorDiv": _DIM_FLOORDIV, "CeilDiv": _DIM_CEILDIV, "PythonMod": _DIM_MOD, "Mod": _DIM_MOD}
+        if name in ops:
+            a, b = e.args
+            return self.g.dim_expr(ops[name], self._expr(a), self._expr(b))
+        if name in ("Max", "Min"):
+            return self._fold(_DIM_MAX if name == "Max" else _DIM_MIN, [self._expr(t) for t in e.args])
+        raise Unsupported(f"size expression {e} ({name}) is not supported")
+
+    def _fold(self, op: int, dims: list[int]) -> int:
+        acc = dims[0]
+        for d in dims[1:]:
+            acc = self.g.dim_expr(op, acc, d)
+        return acc
+
+    # ---- values ---------------------------------------------------------
+
+    def add_input(self, node: Node) -> Value:
+        val = meta(node)
+        if not isinstance(val, torch.Tensor):
+            raise Unsupported(f"input {node.name} is not a tensor")
+        if val.device.type != "cpu":
+            raise Unsupported(f"input {node.name} is on {val.device}")
+        self.bind_symbols(val.shape, node.name)
+        v = self.g.input(air_dtype(val.dtype), self.dims(val.shape), node.name)
+        self.env[node] = v
+        return v
+
+    def add_constant(self, tensor: torch.Tensor) -> Value:
+        if tensor.device.type != "cpu":
+            raise Unsupported(f"constant on {tensor.device}")
+        t = tensor.detach()
+        if not t.is_contiguous():
+            t = t.contiguous()
+        return self.g.constant(t.data_ptr(), air_dtype(t.dtype), list(t.shape), t, True)
+
+    def scalar(self, value: float | bool, dtype: torch.dtype) -> Value:
+        """A 0-d constant of dtype (copied into the graph)."""
+        code = air_dtype(dtype)
+        key = (value, code, type(value))
+        v = self._scalar_cache.get(key)
+        if v is None:
+            t = torch.tensor(value, dtype=dtype)
+            v = self.g.constant(t.data_ptr(), code, [], t, False)
+            self._scalar_cache[key] = v
+        return v
+
+    def value(self, arg: Any) -> Value:
+        if not isinstance(arg, Node):
+            raise Unsupported(f"expected a tensor, got {type(arg).__name__}")
+        v = self.env.get(arg)
+        if v is None or isinstance(v, tuple):
+            raise Unsupported(f"{arg.name} has no single libair value")
+        return v
+
+    def operand(self, arg: Any, dtype: torch.dtype) -> Value:
+        """arg (a tensor node or a Python number) as a value of dtype."""
+        if isinstance(arg, Node):
+            v = self.value(arg)
+            return self.cast(v, dtype)
+        if isinstance(arg, (bool, int, float)):
+            return self.scalar(arg, dtype)
+        raise Unsupported(f"operand {arg!r} is not a tensor or number")
+
+    def dtype_of(self, v: Value) -> int:
+        return self.g.value_info(v)[0]
+
+    def shape_of(self, v: Value) -> tuple[int, ...]:
+        return self.g.value_info(v)[1]
+
+    def cast(self, v: Value, dtype: torch.dtype) -> Value:
+        code = air_dtype(dtype)
+        if self.dtype_of(v) == code:
+            return v
+        return self.node("cast", [v], {"dtype": code})
+
+    def node(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None) -> Any:
+        attrs = attrs or {}
+        for key, v in attrs.items():
+            # dynamo turns ints that change between compiles (a stride, a
+            # padding) into SymInts; libair attributes are fixed at compile time.
+            if any(isinstance(e, Node) for e in (v if isinstance(v, (list, tuple)) else (v,))):
+                raise Unsupported(f"{op} with a symbolic {key}")
+        outs = self.g.node(op, list(inputs), attrs)
+        return outs[0] if len(outs) == 1 else outs
+
+
+# ---- helpers ---------------------------------------------------------------
+
+
+def out_val(node: Node) -> torch.Tensor:
+    val = meta(node)
+    if not isinstance(val, torch.Tensor):
+        raise Unsupported(f"{node.name} does not produce a tensor")
+    return val
+
+
+def arg(node: Node, i: int, name: str, default: Any = None) -> Any:
+    if len(node.args) > i:
+        return node.args[i]
+    return node.kwargs.get(name, default)
+
+
+def norm_axis(axis: int, rank: int) -> int:
+    a = axis + rank if axis < 0 else axis
+    if not 0 <= a < max(rank, 1):
+        raise Unsupported(f"axis {axis} out of range for rank {rank}")
+    return a
+
+
+def result_dtype(a: Any, b: Any) -> torch.dtype:
+    ma = meta(a) if isinstance(a, Node) else a
+    mb = meta(b) if isinstance(b, Node) else b
+    return torch.result_type(ma, mb)
+
+
+def is_float(dtype: torch.dtype) -> bool:
+    return dtype in (torch.float32, torch.float64)
