@@ -8,20 +8,18 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch.fx import GraphModule, Node
 
 from torchair.config import CompilerConfig
 from torchair.errors import TorchairError
-
-if TYPE_CHECKING:
-    from torchair.compiler import AirSubgraph, CompileReport, SubgraphReport
+from torchair.subgraph import AirSubgraph, CompileReport, SubgraphReport
 
 # compiler.lower_subgraph: (submodule, its outer arguments, config, {outer
 # node: tensor to freeze}) -> AirSubgraph; passed in, as compiler imports us
-Lower = Callable[[GraphModule, Sequence[Any], CompilerConfig, dict[Node, torch.Tensor]], "AirSubgraph"]
+Lower = Callable[[GraphModule, Sequence[Any], CompilerConfig, dict[Node, torch.Tensor]], AirSubgraph]
 
 # Set to False only to show that the freezing tests catch stale constants.
 FREEZING_GUARD = True

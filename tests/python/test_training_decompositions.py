@@ -46,7 +46,7 @@ def test_select_backward_gradients_match_eager(fn, shapes):
         for a, b in zip(args, ref_args):
             torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
     ops = _backward_ops(reports)
-    # the pads, or the cat that pads tiling their dim become (compiler._pads_to_cats)
+    # the pads, or the cat that pads tiling their dim become (partition._pads_to_cats)
     assert any("constant_pad_nd" in op or op == "aten.cat.default" for op in ops), ops
     assert not any("where" in op for op in ops), ops
 
@@ -59,7 +59,7 @@ def _kernels(reports, graph: str) -> list[str]:
 def test_qkv_backward_joins_the_pads_in_one_cat():
     # the three select_backward pads and the two adds that sum them are one
     # cat in the compiled backward, with eager's gradients; the permute
-    # after it is the cat's own layout (compiler._permutes_through_cats)
+    # after it is the cat's own layout (partition._permutes_through_cats)
     torch.manual_seed(0)
     x, w = torch.randn(2, 5, 6, requires_grad=True), torch.randn(6, 12, requires_grad=True)
     xr, wr = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()

@@ -1,6 +1,6 @@
 """A training step's forward graph returns permute(W) of each linear's weight
 for the backward, which transposes it back. Those transposes are left to
-eager as views (torchair.compiler._eager_views): no weight-sized copies, the
+eager as views (torchair.partition._eager_views): no weight-sized copies, the
 same gradients, and inference graphs keep compiling their permutes."""
 
 from __future__ import annotations

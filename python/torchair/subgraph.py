@@ -1,0 +1,124 @@
+"""What a compile leaves behind: ``AirSubgraph``, the callable that runs one
+compiled subgraph in C, and the reports of a compile (``CompileReport``, one
+``SubgraphReport`` per subgraph). Below both the compiler and frozen graphs,
+which share them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.fx import Node
+
+
+@dataclass
+class SubgraphReport:
+    name: str
+    ops: list[str]
+    compiled: bool
+    reason: str = ""
+    air_report: str = ""
+    model: Any = field(default=None, repr=False, compare=False)  # the compiled torchair._C.Model
+
+    @property
+    def arena_bytes(self) -> int | None:
+        """Arena bytes of this subgraph's last run in C (None if it runs in eager)."""
+        return None if self.model is None else self.model.arena_bytes()
+
+
+@dataclass
+class CompileReport:
+    """What one compile did: the subgraphs run in C (with their ops) and every
+    op that fell back to eager, with the reason."""
+
+    graph: str = "forward"
+    subgraphs: list[SubgraphReport] = field(default_factory=list)
+    fallbacks: list[tuple[str, str, str]] = field(default_factory=list)  # (node, op, reason)
+    total_ops: int = 0
+    freezing: str = "off"  # "on", or "off (why)"
+    frozen_tensors: int = 0  # parameters/buffers lowered as constants
+    frozen_bytes: int = 0
+    calls: int = 0  # calls of a frozen graph (counted by its guard)
+    rebuild_calls: list[int] = field(default_factory=list)  # the calls (1-based) that rebuilt subgraphs
+    rebuilt_subgraphs: int = 0
+    tensor_sets: int = 1  # sets of frozen tensors compiled for (model instances that called the graph)
+    # an inference graph called without aot_autograd's runtime wrapper
+    # (backend._direct_call), which had nothing to do for it
+    direct_call: bool = False
+
+    @property
+    def rebuilds(self) -> int:
+        return len(self.rebuild_calls)
+
+    @property
+    def compiled_ops(self) -> int:
+        return sum(len(s.ops) for s in self.subgraphs if s.compiled)
+
+    def __str__(self) -> str:
+        lines = [
+            (
+                f"torchair compile report ({self.graph} graph): {self.total_ops} ops, "
+                f"{self.compiled_ops} in {sum(s.compiled for s in self.subgraphs)} compiled subgraph(s), "
+                f"{len(self.fallbacks)} fallback op(s)"
+            )
+        ]
+        if self.freezing == "on":
+            line = (
+                f"  freezing: on: {self.frozen_tensors} parameter/buffer tensor(s), "
+                f"{self.frozen_bytes} bytes ({self.frozen_bytes / 2**20:.1f} MiB) frozen as constants; "
+            )
+            if self.rebuild_calls:
+                shown = ", ".join(str(c) for c in self.rebuild_calls[:8]) + (", ..." if self.rebuilds > 8 else "")
+                line += (
+                    f"{self.rebuilds} rebuild(s) of {self.rebuilt_subgraphs} subgraph(s) after a frozen tensor "
+                    f"changed (at call {shown} of {self.calls})"
+                )
+            else:
+                line += f"no rebuild ({self.calls} call(s))"
+            if self.tensor_sets > 1:
+                line += f"; compiled for {self.tensor_sets} sets of frozen tensors (instances of the model)"
+            lines.append(line)
+        else:
+            lines.append(f"  freezing: {self.freezing}; parameters and buffers are graph inputs")
+        for s in self.subgraphs:
+            status = "compiled" if s.compiled else f"eager ({s.reason})"
+            counts: dict[str, int] = {}
+            for o in s.ops:
+                counts[o] = counts.get(o, 0) + 1
+            ops = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in counts.items())
+            lines.append(f"  subgraph {s.name}: {len(s.ops)} ops, {status}: {ops}")
+        for node, op, reason in self.fallbacks:
+            lines.append(f"  fallback {node}: {op}: {reason}")
+        return "\n".join(lines)
+
+
+class AirSubgraph:
+    """Runs one compiled subgraph: one C call. Replaces a fused submodule.
+    Arguments that are frozen (lowered as constants) or SymInts are dropped:
+    tensor_args lists the positions passed to C. A SymInt that no tensor
+    input has as a dim (size_args) goes in after them as the shape of an
+    empty [0, n] tensor, which binds its symbol."""
+
+    def __init__(
+        self,
+        model: Any,
+        tensor_args: list[int] | None,
+        single: bool,
+        report: str,
+        frozen: list[Node] | None = None,
+        size_args: list[int] | None = None,
+    ) -> None:
+        self.model = model
+        self.tensor_args = tensor_args
+        self.size_args = size_args or []
+        self.single = single
+        self.air_report = report
+        self.frozen = frozen or []  # the outer placeholders this subgraph holds as constants
+
+    def __call__(self, *args: Any) -> Any:
+        if self.tensor_args is not None:
+            sizes = [torch.empty((0, int(args[i]))) for i in self.size_args]
+            args = tuple([args[i] for i in self.tensor_args] + sizes)
+        outs = self.model.run(args)
+        return outs[0] if self.single else tuple(outs)
