@@ -4,6 +4,8 @@
 #include "core/error.h"
 #include "kernels/common/epilogue.h"
 #include "kernels/conv/conv_ref.h"
+#include "kernels/norm/norm_ref.h"
+#include "kernels/pool/pool_ref.h"
 #include "ops/op.h"
 
 static bool is_float(air_dtype d)

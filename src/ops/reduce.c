@@ -1,6 +1,7 @@
 /* reduce.c - op table entries of the reductions (sum, mean, amax, amin, prod,
  * argmax, cumsum), softmax, log_softmax, layer_norm and rms_norm. */
 #include "core/error.h"
+#include "kernels/norm/norm_ref.h"
 #include "kernels/reduce/reduce_ref.h"
 #include "ops/op.h"
 

@@ -8,7 +8,7 @@
 #include "plan/arena.h"
 
 /* The reference kernels of the elementwise ops (kernels/elementwise/
- * elementwise_ref.c): unary loops are y[i] = f(x[i]); binary and where loops
+ * unary_ref.c, binary_ref.c): unary loops are y[i] = f(x[i]); binary and where loops
  * read a[i], b[i] (and cond[i]) before writing y[i] at the same row offset,
  * which an input of the output's size has (no broadcast: its strides are the
  * output's). Not cast: between equal dtypes it is a memcpy, which must not

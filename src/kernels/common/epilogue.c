@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-/* As kernels/elementwise/elementwise_ref.c computes them: NaN stays NaN through relu
+/* As kernels/elementwise/unary_ref.c computes them: NaN stays NaN through relu
  * and clamp (comparisons with NaN are false). */
 #define ACT_LOOP(T, EXP, ERF, TANH)                                                                       \
 	switch (act) {                                                                                    \

@@ -444,7 +444,7 @@ static void pool_window_max(const pool_job *j, const float *x, int64_t oh, int64
 		 j->dw, y);
 }
 
-/* torch's avg_pool2d windows and divisors (as kernels/conv/conv_ref.c) */
+/* torch's avg_pool2d windows and divisors (as kernels/pool/pool_ref.c) */
 static void pool_window_avg(const pool_job *j, const float *x, int64_t oh, int64_t ow, float *y)
 {
 	int64_t h0 = oh * j->sh - j->ph, h1 = k_min64(h0 + j->kh, j->H + j->ph);

@@ -179,7 +179,7 @@ static void max_pool_task(void *p, int64_t t, int thread)
 		}
 }
 
-/* torch's avg_pool2d divisor rules, as kernels/conv/conv_ref.c. */
+/* torch's avg_pool2d divisor rules, as kernels/pool/pool_ref.c. */
 static void avg_pool_task(void *p, int64_t t, int thread)
 {
 	const pool_ctx *c = p;

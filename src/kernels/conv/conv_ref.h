@@ -1,5 +1,7 @@
-/* conv.h - reference kernels of convolution, inference batch norm and 2-D
- * pooling, and the geometry helpers the fast convolutions share. */
+/* conv_ref.h - reference kernels of 2-D convolution (conv_ref.c) and col2im
+ * (col2im_ref.c), and the geometry helpers the fast convolutions and the
+ * pooling kernels share (batch norm: kernels/norm/norm_ref.h; pooling:
+ * kernels/pool/pool_ref.h). */
 #ifndef AIR_KERNELS_CONV_CONV_REF_H
 #define AIR_KERNELS_CONV_CONV_REF_H
 
@@ -7,10 +9,6 @@
 #include "kernels/matmul/matmul_ref.h" /* kref_present */
 
 air_status kref_conv2d(const k_call *call);
-air_status kref_batch_norm(const k_call *call);
-air_status kref_max_pool2d(const k_call *call);
-air_status kref_avg_pool2d(const k_call *call);
-air_status kref_adaptive_avg_pool2d(const k_call *call);
 air_status kref_col2im(const k_call *call);
 
 /* An INTS attribute of two entries: none gives def, one entry means both. */
@@ -54,9 +52,5 @@ static inline void kconv_valid_range(int64_t out_n, int64_t in_n, int64_t s, int
 	*lo = l;
 	*hi = h;
 }
-
-/* The inputs of a batch_norm call; weight and bias may be NULL. */
-void kref_bn_inputs(const k_call *call, const k_tensor **weight, const k_tensor **bias, const k_tensor **mean,
-		    const k_tensor **var);
 
 #endif

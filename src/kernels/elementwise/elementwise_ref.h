@@ -1,4 +1,10 @@
-/* elementwise.h - reference kernels of the elementwise ops (one per op). */
+/* elementwise_ref.h - reference kernels of the elementwise ops (one per op):
+ * unary ops (unary_ref.c), binary ops with broadcasting and where
+ * (binary_ref.c), cast between all dtypes (cast_ref.c). Loops are generated
+ * per (op, dtype) by macros so each inner loop is a plain typed loop the
+ * compiler vectorizes (CMakeLists.txt gives these files the flags for it).
+ * These are the oracle: written for clarity and exact PyTorch semantics
+ * first, speed second. */
 #ifndef AIR_KERNELS_ELEMENTWISE_ELEMENTWISE_REF_H
 #define AIR_KERNELS_ELEMENTWISE_ELEMENTWISE_REF_H
 
