@@ -158,6 +158,12 @@ static void subnormal_task(void *p, int64_t t, int thread)
 	c->out[t] = a * b; /* 1e-40: a subnormal, or 0 when flushed */
 	if (thread != 0)
 		atomic_store(&c->on_other_thread, 1);
+	/* The caller's slot waits (up to 2 s) until a worker has taken a task:
+	 * on a busy machine the workers can be slow to wake, and the caller
+	 * alone would then run all 64 tasks (seen once under a loaded CI-like
+	 * run), which would test nothing about the workers' FP mode. */
+	for (int i = 0; i < 10000 && thread == 0 && !atomic_load(&c->on_other_thread); i++)
+		usleep(200);
 	usleep(200); /* long enough for every thread to take tasks */
 }
 
