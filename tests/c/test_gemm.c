@@ -302,7 +302,7 @@ static void test_packed_a(rt_pool *pool)
 }
 
 /* A that is not row-major, shared by several column blocks of tasks, is
- * packed whole before the products (gemm.c, kgemm_share_a): weight
+ * packed whole before the products (pack.c, kgemm_share_a): weight
  * gradients' g^T @ x, with rows past the last full panel, several K blocks
  * (the last one short) and, for 2 and 3 threads, N split. Also strided A. */
 static void test_shared_a(rt_pool *pool)

@@ -33,7 +33,7 @@
 
 #include "core/error.h"
 #include "kernels/conv/conv_nhwc.h"
-#include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/ukernel.h"
 #include "kernels/shape/transpose.h"
 
 /* Input channels up to which this kernel is chosen over im2col. */

@@ -21,7 +21,7 @@
  * (the residual is NCHW, so not in the GEMM's epilogue). */
 #include "core/error.h"
 #include "kernels/conv/conv_nhwc.h"
-#include "kernels/gemm/gemm_internal.h" /* kgemm_epilogue_row */
+#include "kernels/gemm/ukernel.h" /* kgemm_epilogue_row */
 #include "kernels/matmul/matmul_fast.h"
 #include "kernels/shape/transpose.h"
 

@@ -30,7 +30,7 @@
 #include "kernels/common/cpu.h"
 #include "kernels/conv/conv_nhwc_ref.h"
 #include "kernels/gemm/gemm.h"
-#include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/ukernel.h"
 #define KWINO_SUFFIX portable
 #include "kernels/conv/conv_winograd_tiles.h"
 

@@ -38,7 +38,7 @@ KWINO_DECLARE(avx2)
 
 #include <string.h>
 
-#include "kernels/gemm/gemm_internal.h" /* kgemm_act_simple_f32 */
+#include "kernels/gemm/ukernel.h" /* kgemm_act_simple_f32 */
 
 /* Eight floats, loaded and stored unaligned (GCC splits them where the
  * target has no 256-bit vectors). Macros: a function returning one would

@@ -17,7 +17,7 @@
 
 #include "kernels/common/cpu.h"
 #include "kernels/common/kernel.h"
-#include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/ukernel.h"
 
 /* K block: 16 chunks of 32 (512 deep). Task: up to 8 panels (256
  * columns): a 512 x 256 block of B split is 768 KiB, which stays in the

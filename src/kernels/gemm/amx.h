@@ -15,7 +15,7 @@
  * when every value is 0 or within [2^-40, 2^40). A packed B records
  * whether its values are (kgemm_pack_b); A is checked as it is split.
  *
- * Internal to the GEMM driver (gemm.c). */
+ * Internal to the GEMM driver (gemm.c, pack.c). */
 #ifndef AIR_KERNELS_GEMM_AMX_H
 #define AIR_KERNELS_GEMM_AMX_H
 

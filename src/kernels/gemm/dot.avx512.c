@@ -6,7 +6,7 @@
  * product. Whole K in one call, so the tile gets the full epilogue. */
 #include <immintrin.h>
 
-#include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/ukernel.h"
 
 #define AIR_INLINE static inline __attribute__((always_inline))
 

@@ -1,6 +1,8 @@
-/* gemm.c - the portable f32 GEMM driver: micro-kernel dispatch, packing,
- * cache blocking, threading, the fused epilogue's plumbing, and the
- * reference oracle.
+/* gemm.c - the portable f32 GEMM driver: cache blocking (the plan),
+ * workspace sizes, the parallel tasks, the fused epilogue's plumbing, and the
+ * entry points. The micro-kernels and the choice of one are in ukernel.c,
+ * packing in pack.c, products that read B in place in thin.c, the oracle in
+ * gemm_ref.c.
  *
  * Blocking follows the BLIS/GotoBLAS scheme. B is packed once into panels of
  * nr columns covering all of K (kgemm_pack_b for weights). A B given at call
@@ -21,423 +23,52 @@
  * 1024^3 on AVX-512).
  *
  * Thin products (M <= KGEMM_THIN_M) in kgemm_f32 skip packing B: see
- * kgemm_thin.
+ * kgemm_thin (thin.c).
  *
  * Threads take tasks dynamically from the pool. Tasks are numbered N-block
  * major, so threads running at the same time read the same packed B block
  * (shared, read-only, in L3). */
 #include "kernels/gemm/gemm.h"
 
-#include <math.h>
-#include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "core/error.h"
-#include "kernels/common/cpu.h"
-#include "kernels/common/epilogue.h" /* kref_act_f64: the oracle's activations */
 #include "kernels/common/kernel.h"
 #include "kernels/gemm/amx.h"
 #include "kernels/gemm/gemm_internal.h"
-#include "kernels/shape/transpose.h"
-#include "kernels/vmath/vmath.h"
-#include "platform/bigmem.h"
+#include "kernels/gemm/ukernel.h"
 
-/* Cache blocks (in elements) of the portable kernel, and the AVX2 kernel's
- * mc and nc. kc x nr of B (16 KiB) stays in L1 next to a 6 x kc sliver of
- * A; mc x kc of A (144 KiB) stays in L2; a kc x nc block of B is shared by
- * the threads through L3. On a 2-core Zen test machine, kc in 192..384, mc
- * in 96..216 and nc 512..4096 were all within noise (+-3%) of this choice
- * (bench_gemm.c). Each kernel's entry in the table below carries its own
- * blocks.
- *
- * The AVX2 kernel takes K in blocks of up to KGEMM_KC_AVX2 = 1024: every K
- * block but the first reloads and restores each C tile, and on Zen 3 (32
- * KiB L1, 512 KiB L2) a B panel of up to 64 KiB streams from L2 fast
- * enough. ResNet-50's channels-last convolutions (K = 576..4608) took
- * 46.6-46.8 ms instead of 47.4 at batch 1 and 768 instead of 779 at batch
- * 16 (bench_conv --layout, 2 threads); squares and BERT's linears did not
- * move (bench_gemm). */
-enum { KGEMM_KC = 256, KGEMM_KC_AVX2 = 1024, KGEMM_MC = 144, KGEMM_NC = 1024 };
-/* Below this many multiply-adds a parallel loop costs more than it saves. */
-#define KGEMM_PARALLEL_MIN_MACS (64.0 * 64.0 * 64.0)
 /* How many B micro-panels ahead of the one in use the task prefetches: a
  * late ResNet-50 layer (M = 49, 9 MiB of weights) uses each panel for only
  * five micro-tiles, too short to hide memory latency one panel ahead.
  * ResNet-50 batch 1 convolutions: 1 ahead 31.2-31.7 ms, 2 ahead 29.9-30.9
  * (torchair.report.profile, 20 runs); BERT-base the same within noise. */
 enum { KGEMM_PF_PANELS = 2 };
-/* kgemm_f32_b_in_place has no workspace: a task packs B's micro-panels
- * into this much stack instead (a 256 x 32 panel: 32 KiB) */
-enum { KGEMM_STACK_PANEL_FLOATS = 256 * 32 };
-/* Workspace slices start on their own cache lines (two, for the adjacent-line
- * prefetcher), so threads never share one. */
-enum { KGEMM_ALIGN = 128 };
 /* The batched call packs B for at most this many bytes of items at a time. */
 #define KGEMM_BATCH_PACK_BYTES ((size_t)32 << 20)
 
-/* ---- dispatch ---------------------------------------------------------- */
-
-/* Widest ISA first, portable last: the first entry whose features are all
- * present is used, once per process, so a B packed by kgemm_pack_b (whose
- * panel width is the kernel's nr) always meets the kernel it was packed for.
- *
- * AVX-512 blocks (Sapphire Rapids, 48 KiB L1d, 2 MiB L2): the 32 KiB B
- * micro-panel (kc 256) lives in L1/L2, the 168 x 256 A block (168 KiB) in L2.
- * kc 256..512, mc 120..336 and nc 256..1024 measured within the (large,
- * shared machine) noise of each other; kc 512 lost 10-20% on ResNet's K=576
- * layers. */
-static const kgemm_ukernel_desc kgemm_ukernels[] = {
-#ifdef AIR_HAVE_X86
-	{.name = "avx512_12x32", .isa = KCPU_AVX512, .mr = 12, .nr = 32, .fn = kgemm_ukernel_12x32__avx512,
-	 .kc = 256, .mc = 168, .nc = 1024, .strided = kgemm_ukernel_12x32_strided__avx512,
-	 .dot = kgemm_dot_4x4__avx512, .dot_mr = 4, .dot_nr = 4, .seg = kgemm_ukernel_12x32_seg__avx512,
-	 .tile_prefetch = 1, .strided_packs_b = 1, .pack_a = kgemm_pack_a_12__avx512, .store_t = 1,
-	 .pack_a_t = kgemm_pack_a_t_12__avx512},
-	{.name = "avx2_6x16", .isa = KCPU_AVX2, .mr = 6, .nr = 16, .fn = kgemm_ukernel_6x16__avx2,
-	 .kc = KGEMM_KC_AVX2, .mc = KGEMM_MC, .nc = KGEMM_NC, .seg = kgemm_ukernel_6x16_seg__avx2,
-	 .strided = kgemm_ukernel_6x16_strided__avx2},
-#endif
-	{.name = "scalar_4x16", .isa = 0, .mr = 4, .nr = 16, .fn = kgemm_ukernel_4x16__scalar, .kc = KGEMM_KC,
-	 .mc = KGEMM_MC, .nc = KGEMM_NC},
-};
-enum { KGEMM_NUKERNELS = sizeof kgemm_ukernels / sizeof kgemm_ukernels[0] };
-
-static pthread_once_t kgemm_once = PTHREAD_ONCE_INIT;
-static const kgemm_ukernel_desc *kgemm_selected;
-
-static void kgemm_select(void)
-{
-	unsigned f = kcpu_features();
-	kgemm_selected = &kgemm_ukernels[KGEMM_NUKERNELS - 1];
-	for (int i = 0; i < KGEMM_NUKERNELS; i++) {
-		if ((kgemm_ukernels[i].isa & f) == kgemm_ukernels[i].isa) {
-			kgemm_selected = &kgemm_ukernels[i];
-			break;
-		}
-	}
-}
-
-static const kgemm_ukernel_desc *kgemm_ukernel(void)
-{
-	pthread_once(&kgemm_once, kgemm_select);
-	return kgemm_selected;
-}
-
-const kgemm_ukernel_desc *kgemm_active_ukernel(void)
-{
-	return kgemm_ukernel();
-}
+/* ---- the kernel in use -------------------------------------------------- */
 
 const char *kgemm_kernel_name(void)
 {
-	return kgemm_ukernel()->name;
+	return kgemm_active_ukernel()->name;
 }
 
 int kgemm_tile_rows(void)
 {
-	return kgemm_ukernel()->mr;
+	return kgemm_active_ukernel()->mr;
 }
 
 int kgemm_tile_cols(void)
 {
-	return kgemm_ukernel()->nr;
-}
-
-/* ---- activations --------------------------------------------------------- */
-
-float kgemm_act_simple_f32(float x, k_act act)
-{
-	switch (act) {
-	case K_ACT_RELU: return x < 0.0f ? 0.0f : x; /* NaN stays NaN, as in torch */
-	case K_ACT_RELU6: return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
-	case K_ACT_HARDSWISH: {
-		float t = x + 3.0f;
-		t = t > 0.0f ? (t < 6.0f ? t : 6.0f) : 0.0f;
-		return x * t * (1.0f / 6.0f);
-	}
-	default: return x;
-	}
-}
-
-static kv_func kgemm_act_vmath(k_act act)
-{
-	switch (act) {
-	case K_ACT_GELU: return KV_gelu;
-	case K_ACT_GELU_TANH: return KV_gelu_tanh;
-	case K_ACT_SILU: return KV_silu;
-	case K_ACT_SIGMOID: return KV_sigmoid;
-	default: return KV_tanh;
-	}
-}
-
-void kgemm_act_tile(float *c, int64_t ldc, int64_t m, int64_t n, k_act act)
-{
-	kv_unary_f32 f = kv_unary(kgemm_act_vmath(act));
-	for (int64_t r = 0; r < m; r++)
-		f(c + r * ldc, c + r * ldc, n);
-}
-
-void kgemm_epilogue_row(float *y, const float *res, int64_t n, k_act act)
-{
-	if (res)
-		for (int64_t i = 0; i < n; i++)
-			y[i] += res[i];
-	if (kgemm_act_is_transcendental(act))
-		kgemm_act_tile(y, n, 1, n, act);
-	else if (act != K_ACT_NONE)
-		for (int64_t i = 0; i < n; i++)
-			y[i] = kgemm_act_simple_f32(y[i], act);
-}
-
-/* ---- packing ------------------------------------------------------------ */
-
-static size_t kgemm_align(size_t n)
-{
-	return (n + KGEMM_ALIGN - 1) / KGEMM_ALIGN * KGEMM_ALIGN;
-}
-
-/* A[m x k] (strides rs, cs) into panels of uk->mr rows, zero-padded:
- * panel i0/mr at dst + i0 * k, element (r, p) at [p * mr + r]. */
-static void kgemm_pack_a(const kgemm_ukernel_desc *uk, int64_t m, int64_t k, const float *A, int64_t rs,
-			 int64_t cs, float *dst)
-{
-	const int mr = uk->mr;
-	if (cs == 1 && uk->pack_a) {
-		uk->pack_a(m, k, A, rs, dst);
-		return;
-	}
-	if (rs == 1 && uk->pack_a_t) {
-		uk->pack_a_t(m, k, A, cs, dst);
-		return;
-	}
-	for (int64_t i0 = 0; i0 < m; i0 += mr) {
-		int rows = (int)k_min64(mr, m - i0);
-		float *d = dst + i0 * k;
-		const float *s = A + i0 * rs;
-		if (cs == 1) {
-			/* row-major A: read each row contiguously */
-			for (int r = 0; r < rows; r++)
-				for (int64_t p = 0; p < k; p++)
-					d[p * mr + r] = s[r * rs + p];
-			for (int r = rows; r < mr; r++)
-				for (int64_t p = 0; p < k; p++)
-					d[p * mr + r] = 0.0f;
-		} else if (rs == 1) {
-			/* transposed A (a gradient's x^T): a panel row is mr
-			 * consecutive floats of A's storage */
-			for (int64_t p = 0; p < k; p++) {
-				memcpy(d + p * mr, s + p * cs, sizeof(float) * (size_t)rows);
-				for (int r = rows; r < mr; r++)
-					d[p * mr + r] = 0.0f;
-			}
-		} else {
-			for (int64_t p = 0; p < k; p++) {
-				for (int r = 0; r < rows; r++)
-					d[p * mr + r] = s[r * rs + p * cs];
-				for (int r = rows; r < mr; r++)
-					d[p * mr + r] = 0.0f;
-			}
-		}
-	}
-}
-
-/* B's value at (row p, column j) of a source block, times scale[j] when
- * there is a scale: in double, rounded once, so a weight scaled while it
- * is packed equals the one fold_batchnorm folds at compile time. */
-static inline float kgemm_b_at(const float *s, int64_t at, const double *scale, int c)
-{
-	return scale ? (float)((double)s[at] * scale[c]) : s[at];
-}
-
-/* Rows [p0, p1) of columns [j0, j1) (j0 a multiple of nr) of B[K x N] into
- * whole panels of nr columns, zero-padded past N: panel j/nr at dst +
- * (j/nr) * K * nr. B points at element (p0, j0): (p, j) is at
- * B[(p - p0) * rs + (j - j0) * cs]; scale (or NULL) at column j0's. */
-static void kgemm_pack_b_panels(int64_t K, int64_t N, int64_t p0, int64_t p1, const float *B, int64_t rs,
-				int64_t cs, const double *scale, int nr, int64_t j0, int64_t j1, float *dst)
-{
-	for (int64_t j = j0; j < j1; j += nr) {
-		int cols = (int)k_min64(nr, N - j);
-		float *d = dst + (j / nr) * K * nr + p0 * nr;
-		const float *s = B + (j - j0) * cs;
-		const double *sc = scale ? scale + (j - j0) : NULL;
-		int64_t rows = p1 - p0;
-		if (cs == 1 && !sc) {
-			for (int64_t p = 0; p < rows; p++) {
-				memcpy(d + p * nr, s + p * rs, (size_t)cols * sizeof(float));
-				for (int c = cols; c < nr; c++)
-					d[p * nr + c] = 0.0f;
-			}
-		} else if (rs == 1 && !sc) {
-			/* transposed B (a [N x K] weight, a linear's): the panel is
-			 * the transpose of its cols x rows block, in 8 x 8 register
-			 * blocks. Element by element it ran at about a float a cycle:
-			 * a training step's linear (weight an input, packed on every
-			 * call) at 768 x 3072 spent 0.7 ms of 3.1 packing */
-			ktranspose(s, cs, d, nr, cols, rows);
-			if (cols < nr)
-				for (int64_t p = 0; p < rows; p++)
-					memset(d + p * nr + cols, 0, sizeof(float) * (size_t)(nr - cols));
-		} else if (rs < cs) {
-			/* transposed B with a scale: a column at a time would
-			 * touch K destination lines per column; 16 x nr tiles keep
-			 * both sides within a few lines */
-			for (int64_t q0 = 0; q0 < rows; q0 += 16) {
-				int64_t q1 = k_min64(rows, q0 + 16);
-				for (int c = 0; c < cols; c++)
-					for (int64_t p = q0; p < q1; p++)
-						d[p * nr + c] = kgemm_b_at(s, c * cs + p * rs, sc, c);
-				for (int c = cols; c < nr; c++)
-					for (int64_t p = q0; p < q1; p++)
-						d[p * nr + c] = 0.0f;
-			}
-		} else {
-			for (int64_t p = 0; p < rows; p++)
-				for (int c = 0; c < nr; c++)
-					d[p * nr + c] = c < cols ? kgemm_b_at(s, p * rs + c * cs, sc, c) : 0.0f;
-		}
-	}
-}
-
-static size_t kgemm_packed_floats(int64_t K, int64_t N, int nr)
-{
-	return (size_t)k_cdiv(N, nr) * (size_t)nr * (size_t)K;
-}
-
-struct kgemm_packed_b {
-	int64_t K, N;
-	int nr;
-	size_t bytes;
-	float *data; /* KGEMM_ALIGN-aligned panels */
-	int amx_ok;  /* every value in kamx_in_range's range (0: not known) */
-	/* the panels split for the AMX path (kgemm_packed_b_presplit), or NULL */
-	uint16_t *amx_split;
-	size_t split_bytes;
-};
-
-air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int64_t cs_b,
-			kgemm_packed_b **out)
-{
-	if (!out)
-		return air_error(AIR_INVALID_ARGUMENT, "kgemm_pack_b: out is NULL");
-	*out = NULL;
-	if (K < 0 || N < 0)
-		return air_error(AIR_INVALID_ARGUMENT, "kgemm_pack_b: negative size K=%lld N=%lld",
-				 (long long)K, (long long)N);
-	if (!B && K > 0 && N > 0)
-		return air_error(AIR_INVALID_ARGUMENT, "kgemm_pack_b: B is NULL");
-	const kgemm_ukernel_desc *uk = kgemm_ukernel();
-	size_t nfloats = 0;
-	if (K > 0 && N > 0) {
-		if ((uint64_t)K > (SIZE_MAX / sizeof(float)) / ((uint64_t)N + uk->nr))
-			return air_error(AIR_INVALID_ARGUMENT, "kgemm_pack_b: %lld x %lld is too large",
-					 (long long)K, (long long)N);
-		nfloats = kgemm_packed_floats(K, N, uk->nr);
-	}
-	kgemm_packed_b *p = calloc(1, sizeof *p);
-	if (!p)
-		return air_error(AIR_OUT_OF_MEMORY, "kgemm_pack_b: no memory");
-	p->K = K;
-	p->N = N;
-	p->nr = uk->nr;
-	p->bytes = kgemm_align(nfloats * sizeof(float));
-	if (nfloats) {
-		p->data = rt_big_alloc(p->bytes, KGEMM_ALIGN);
-		if (!p->data) {
-			size_t bytes = p->bytes;
-			free(p);
-			return air_error(AIR_OUT_OF_MEMORY, "kgemm_pack_b: no memory for %zu bytes", bytes);
-		}
-		kgemm_pack_b_panels(K, N, 0, K, B, rs_b, cs_b, NULL, uk->nr, 0, N, p->data);
-		kgemm_packed_b_check_range(p);
-	}
-	*out = p;
-	return AIR_OK;
-}
-
-air_status kgemm_packed_b_presplit(kgemm_packed_b *p)
-{
-	if (!p || !p->amx_ok || p->amx_split || p->K <= 0 || p->N <= 0)
-		return AIR_OK;
-	const int64_t npanels = k_cdiv(p->N, p->nr);
-	const size_t bytes = kgemm_align((size_t)npanels * kamx_presplit_panel_u16(p->K) * sizeof(uint16_t));
-	uint16_t *split = rt_big_alloc(bytes, KGEMM_ALIGN);
-	if (!split)
-		return air_error(AIR_OUT_OF_MEMORY, "kgemm_packed_b_presplit: no memory for %zu bytes", bytes);
-	kamx_presplit_b(p->data, p->K, npanels, split);
-	p->amx_split = split;
-	p->split_bytes = bytes;
-	return AIR_OK;
-}
-
-void kgemm_packed_b_free(kgemm_packed_b *packed)
-{
-	if (!packed)
-		return;
-	free(packed->data);
-	free(packed->amx_split);
-	free(packed);
-}
-
-size_t kgemm_packed_b_size(int64_t K, int64_t N)
-{
-	size_t floats = K > 0 && N > 0 ? kgemm_packed_floats(K, N, kgemm_ukernel()->nr) : 0;
-	return kgemm_align(sizeof(kgemm_packed_b)) + kgemm_align(floats * sizeof(float));
-}
-
-kgemm_packed_b *kgemm_packed_b_init(void *mem, int64_t K, int64_t N)
-{
-	kgemm_packed_b *p = mem;
-	p->K = K;
-	p->N = N;
-	p->nr = kgemm_ukernel()->nr;
-	p->bytes = kgemm_packed_b_size(K, N) - kgemm_align(sizeof *p);
-	p->data = (float *)((char *)mem + kgemm_align(sizeof *p));
-	p->amx_ok = 0; /* filled by the caller: never checked */
-	p->amx_split = NULL;
-	p->split_bytes = 0;
-	return p;
-}
-
-void kgemm_packed_b_check_range(kgemm_packed_b *p)
-{
-	const kgemm_ukernel_desc *uk = kgemm_ukernel();
-	p->amx_ok = p->K > 0 && p->N > 0 && kamx_available() && uk->nr == KAMX_PANEL &&
-		    kamx_in_range(p->data, kgemm_packed_floats(p->K, p->N, p->nr));
-}
-
-void kgemm_pack_b_block(kgemm_packed_b *p, int64_t p0, int64_t rows, int64_t j0, int64_t j1, const float *B,
-			int64_t rs_b, int64_t cs_b, const double *scale)
-{
-	if (rows <= 0 || j1 <= j0)
-		return;
-	kgemm_pack_b_panels(p->K, p->N, p0, p0 + rows, B, rs_b, cs_b, scale, p->nr, j0, j1, p->data);
-}
-
-float *kgemm_packed_b_panel(kgemm_packed_b *p, int64_t j)
-{
-	return p->data + (j / p->nr) * p->K * p->nr;
-}
-
-size_t kgemm_packed_b_bytes(const kgemm_packed_b *packed)
-{
-	return packed ? sizeof *packed + packed->bytes + packed->split_bytes : 0;
+	return kgemm_active_ukernel()->nr;
 }
 
 /* ---- plan and workspace ------------------------------------------------- */
-
-typedef struct kgemm_plan {
-	int64_t nc, kc; /* block sizes: nc a multiple of nr (rows: kgemm_rows) */
-	int64_t nm, nn; /* blocks per matrix */
-} kgemm_plan;
 
 /* Splits one matrix (of batch) into tasks. One thread: blocks of the cache
  * sizes. More: keep splitting (the longer side of a task, so tasks stay
  * square-ish and the A packing and B streaming per task stay small next to
  * its arithmetic) until there are a few tasks per thread to balance. */
-static kgemm_plan kgemm_make_plan(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, int64_t N,
-				  int64_t K, int nthreads)
+kgemm_plan kgemm_make_plan(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, int64_t N,
+			   int64_t K, int nthreads)
 {
 	kgemm_plan p;
 	/* K is blocked so that a B micro-panel stays in L1 while it is used by
@@ -479,7 +110,7 @@ static kgemm_plan kgemm_make_plan(const kgemm_ukernel_desc *uk, int64_t batch, i
 
 /* Rows [*m0, *m1) of row block im of the plan: the M / mr row tiles split
  * as evenly as whole tiles allow. */
-static void kgemm_rows(const kgemm_plan *p, int64_t M, int mr, int64_t im, int64_t *m0, int64_t *m1)
+void kgemm_rows(const kgemm_plan *p, int64_t M, int mr, int64_t im, int64_t *m0, int64_t *m1)
 {
 	const int64_t tiles = k_cdiv(M, mr);
 	*m0 = im * tiles / p->nm * mr;
@@ -513,7 +144,7 @@ static size_t kgemm_slots_workspace_bytes(int64_t M, int64_t N, int64_t K, int n
 		return 0;
 	if (nthreads < 1)
 		nthreads = 1;
-	return (size_t)nthreads * kgemm_slot_bytes(kgemm_ukernel(), M, K);
+	return (size_t)nthreads * kgemm_slot_bytes(kgemm_active_ukernel(), M, K);
 }
 
 size_t kgemm_packed_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
@@ -541,7 +172,7 @@ size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int64_t cs_a, int 
 {
 	if (kgemm_empty(M, N, K))
 		return 0;
-	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	const kgemm_ukernel_desc *uk = kgemm_active_ukernel();
 	if (nthreads < 1)
 		nthreads = 1;
 	size_t bytes = kgemm_base_workspace_bytes(uk, M, N, K, nthreads);
@@ -555,7 +186,7 @@ size_t kgemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int64_t cs_a, int 
 /* Batch items whose packed B fit in one round of the batched call. */
 static int64_t kgemm_batch_chunk(int64_t batch, int64_t N, int64_t K)
 {
-	size_t item = kgemm_align(kgemm_packed_floats(K, N, kgemm_ukernel()->nr) * sizeof(float));
+	size_t item = kgemm_align(kgemm_packed_floats(K, N, kgemm_active_ukernel()->nr) * sizeof(float));
 	int64_t chunk = (int64_t)(KGEMM_BATCH_PACK_BYTES / item);
 	return chunk < 1 ? 1 : (chunk > batch ? batch : chunk);
 }
@@ -564,7 +195,7 @@ size_t kgemm_batched_workspace_bytes(int64_t batch, int64_t M, int64_t N, int64_
 {
 	if (batch <= 0 || kgemm_empty(M, N, K))
 		return 0;
-	size_t item = kgemm_align(kgemm_packed_floats(K, N, kgemm_ukernel()->nr) * sizeof(float));
+	size_t item = kgemm_align(kgemm_packed_floats(K, N, kgemm_active_ukernel()->nr) * sizeof(float));
 	return (size_t)kgemm_batch_chunk(batch, N, K) * item + kgemm_slots_workspace_bytes(M, N, K, nthreads);
 }
 
@@ -669,7 +300,7 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 				if (next) {
 					const int64_t e = k_min64(plines, pf + pf_step);
 					/* spread over a full tile's k steps where the
-					 * kernel can (gemm_internal.h); else now */
+					 * kernel can (ukernel.h); else now */
 					if (uk->tile_prefetch && m == mr && n > nr / 2 && 2 * (e - pf) <= kc) {
 						te.pf = next + pf * 64;
 						te.pf_lines = (int)(e - pf);
@@ -693,39 +324,6 @@ static void kgemm_task(void *ctx, int64_t t, int thread)
 			}
 		}
 	}
-}
-
-typedef struct kgemm_pack_job {
-	int64_t K, N;
-	const float *B;
-	int64_t bs_b, rs_b, cs_b;
-	float *dst;
-	int64_t bs_dst;
-	int nr;
-	int64_t per_item, cols; /* tasks per item, columns per task */
-} kgemm_pack_job;
-
-static void kgemm_pack_task(void *ctx, int64_t t, int thread)
-{
-	const kgemm_pack_job *p = ctx;
-	int64_t b = t / p->per_item, j0 = (t % p->per_item) * p->cols;
-	kgemm_pack_b_panels(p->K, p->N, 0, p->K, p->B + b * p->bs_b + j0 * p->cs_b, p->rs_b, p->cs_b, NULL, p->nr, j0,
-			    k_min64(p->N, j0 + p->cols), p->dst + b * p->bs_dst);
-}
-
-/* Packs B of `batch` items into dst (item stride bs_dst floats) in parallel. */
-static void kgemm_pack_b_parallel(int64_t batch, int64_t K, int64_t N, const float *B, int64_t bs_b,
-				  int64_t rs_b, int64_t cs_b, int nr, float *dst, int64_t bs_dst,
-				  rt_pool *pool)
-{
-	kgemm_pack_job p = {K, N, B, bs_b, rs_b, cs_b, dst, bs_dst, nr, 0, 0};
-	/* ~64 KiB of packed panels per task */
-	int64_t panels = k_cdiv(N, nr), per_task = (16384 + K * nr - 1) / (K * nr);
-	if (per_task > panels)
-		per_task = panels;
-	p.cols = per_task * nr;
-	p.per_item = k_cdiv(panels, per_task);
-	rt_pool_run(pool, batch * p.per_item, kgemm_pack_task, &p);
 }
 
 /* C = epilogue(0): what a product over K == 0 leaves. */
@@ -773,49 +371,6 @@ static int kgemm_reads_a_in_place(const kgemm_ukernel_desc *uk, const kgemm_plan
 	return cs_a == 1 && (!slots || !(uk->pack_a && plan->nc >= KGEMM_PACK_A_MIN_COLS));
 }
 
-typedef struct kgemm_pack_a_job {
-	const kgemm_ukernel_desc *uk;
-	int64_t M, K, kc;
-	const float *A;
-	int64_t rs_a, cs_a;
-	float *dst;
-	int64_t rows; /* per task: a multiple of mr */
-	int64_t chunks; /* tasks per K block */
-} kgemm_pack_a_job;
-
-static void kgemm_pack_a_task(void *ctx, int64_t t, int thread)
-{
-	(void)thread;
-	const kgemm_pack_a_job *p = ctx;
-	const int64_t pc = (t / p->chunks) * p->kc, kc = k_min64(p->kc, p->K - pc);
-	const int64_t i0 = (t % p->chunks) * p->rows, i1 = k_min64(p->M, i0 + p->rows);
-	const int64_t mpad = k_cdiv(p->M, p->uk->mr) * p->uk->mr;
-	kgemm_pack_a(p->uk, i1 - i0, kc, p->A + i0 * p->rs_a + pc * p->cs_a, p->rs_a, p->cs_a,
-		     p->dst + pc * mpad + i0 * kc);
-}
-
-/* A that is not row-major is packed by the task that reads it; when
- * several tasks share its rows (the plan splits N), that is once per
- * column block, from strided reads that cost as much as the products
- * (ViT-Tiny's weight gradients, g^T @ x, 192 x 1576 @ 1576 x 768: A
- * packed by each of four column blocks took 24% of the time). Then all of
- * A is packed once into room (kgemm_whole_a_bytes), in parallel, K block
- * by K block in the tasks' layout, and the tasks read it there. Returns
- * the packed A, or NULL to leave the packing to the tasks. */
-static const float *kgemm_share_a(const kgemm_ukernel_desc *uk, const kgemm_plan *plan, int64_t M, int64_t K,
-				  const float *A, int64_t rs_a, int64_t cs_a, float *room, rt_pool *pool)
-{
-	if (!room || cs_a == 1 || plan->nn < 2)
-		return NULL;
-	const int64_t kblocks = k_cdiv(K, plan->kc), tiles = k_cdiv(M, uk->mr);
-	/* a few tasks per thread, of whole row tiles */
-	const int64_t chunks = k_min64(tiles, k_cdiv(4 * (int64_t)rt_pool_size(pool), kblocks));
-	kgemm_pack_a_job p = {uk, M, K, plan->kc, A, rs_a, cs_a, room, k_cdiv(tiles, chunks) * uk->mr, 0};
-	p.chunks = k_cdiv(M, p.rows);
-	rt_pool_run(pool, kblocks * p.chunks, kgemm_pack_a_task, &p);
-	return room;
-}
-
 static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, int64_t N, int64_t K,
 		      const float *A, int64_t bs_a, int64_t rs_a, int64_t cs_a, const float *Bp,
 		      int64_t bs_bp, float *C, int64_t bs_c, int64_t ldc, const k_epilogue *ep, rt_pool *pool,
@@ -833,9 +388,9 @@ static void kgemm_run(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, in
  * separate packing pass read all of B from memory and wrote it back before
  * any product started; here each panel is packed by the tile that first
  * reads it, while it computes. */
-static void kgemm_run_b_source(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
-			       int64_t rs_a, int64_t cs_a, const float *B, int64_t ldb, float *C, int64_t ldc,
-			       const k_epilogue *ep, rt_pool *pool, char *slots, float *a_room)
+void kgemm_run_b_source(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
+			int64_t rs_a, int64_t cs_a, const float *B, int64_t ldb, float *C, int64_t ldc,
+			const k_epilogue *ep, rt_pool *pool, char *slots, float *a_room)
 {
 	kgemm_plan plan = kgemm_make_plan(uk, 1, M, N, K, rt_pool_size(pool));
 	size_t a_bytes = kgemm_slot_bytes(uk, M, K);
@@ -847,8 +402,8 @@ static void kgemm_run_b_source(const kgemm_ukernel_desc *uk, int64_t M, int64_t 
 }
 
 /* Handles the degenerate sizes; returns 1 if nothing is left to do. */
-static int kgemm_trivial(int64_t batch, int64_t M, int64_t N, int64_t K, float *C, int64_t bs_c,
-			 int64_t ldc, const k_epilogue *ep)
+int kgemm_trivial(int64_t batch, int64_t M, int64_t N, int64_t K, float *C, int64_t bs_c,
+		  int64_t ldc, const k_epilogue *ep)
 {
 	if (batch <= 0 || M <= 0 || N <= 0)
 		return 1;
@@ -859,189 +414,12 @@ static int kgemm_trivial(int64_t batch, int64_t M, int64_t N, int64_t K, float *
 	return 1;
 }
 
-static const k_epilogue *kgemm_ep_or_none(const k_epilogue *ep, k_epilogue *none)
+const k_epilogue *kgemm_ep_or_none(const k_epilogue *ep, k_epilogue *none)
 {
 	if (ep)
 		return ep;
 	*none = k_epilogue_none();
 	return none;
-}
-
-/* ---- thin products: B read in place ------------------------------------ */
-
-/* Up to this many rows, kgemm_f32 does not pack B: each B element is used
- * M times only, so copying it costs as much as using it (M = 1 ran at half
- * the speed of the packed product). */
-enum { KGEMM_THIN_M = 16 };
-
-typedef struct kgemm_thin_job {
-	const kgemm_ukernel_desc *uk;
-	int64_t M, N, K;
-	const float *A;
-	int64_t rs_a, cs_a;
-	const float *B;
-	int64_t rs_b, cs_b;
-	float *C;
-	int64_t ldc;
-	const k_epilogue *ep;
-	int use_dot;
-	int64_t cols;     /* columns per task */
-	const float *Ap; /* A packed in mr-row panels, or NULL */
-} kgemm_thin_job;
-
-static void kgemm_thin_task(void *ctx, int64_t t, int thread)
-{
-	const kgemm_thin_job *j = ctx;
-	const kgemm_ukernel_desc *uk = j->uk;
-	const k_epilogue *ep = j->ep;
-	const int64_t j0 = t * j->cols, j1 = k_min64(j->N, j0 + j->cols);
-	const int mr = j->use_dot ? uk->dot_mr : uk->mr, nr = j->use_dot ? uk->dot_nr : uk->nr;
-	kgemm_tile_ep te = {0};
-	te.alpha = ep->alpha;
-	te.act = ep->act;
-	te.ld_res = ep->ld_residual;
-	te.flags = KGEMM_TILE_FIRST | KGEMM_TILE_LAST;
-	for (int64_t jj = j0; jj < j1; jj += nr) {
-		const int n = (int)k_min64(nr, j1 - jj);
-		te.bias_n = ep->bias_n ? ep->bias_n + jj : NULL;
-		for (int64_t ii = 0; ii < j->M; ii += mr) {
-			const int m = (int)k_min64(mr, j->M - ii);
-			te.bias_m = ep->bias_m ? ep->bias_m + ii : NULL;
-			te.res = ep->residual ? ep->residual + ii * te.ld_res + jj : NULL;
-			const float *a = j->A + ii * j->rs_a;
-			float *c = j->C + ii * j->ldc + jj;
-			if (j->use_dot)
-				uk->dot(j->K, a, j->rs_a, j->B + jj * j->cs_b, j->cs_b, c, j->ldc, m, n, &te);
-			else if (j->Ap)
-				uk->strided(j->K, j->Ap + ii * j->K, 1, mr, j->B + jj, j->rs_b, c, j->ldc, m, n, &te);
-			else
-				uk->strided(j->K, a, j->rs_a, j->cs_a, j->B + jj, j->rs_b, c, j->ldc, m, n, &te);
-		}
-	}
-}
-
-/* C = epilogue(A @ B) for M <= KGEMM_THIN_M with B read where it is: rows of
- * B along N (cs_b == 1) go to the strided micro-kernel, rows along K
- * (rs_b == 1, a [N x K] weight) to the dot kernel. Returns 0 (nothing done)
- * when neither fits. */
-static int kgemm_thin(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
-		      int64_t rs_a, int64_t cs_a, const float *B, int64_t rs_b, int64_t cs_b, float *C,
-		      int64_t ldc, const k_epilogue *ep, rt_pool *pool, float *workspace)
-{
-	if (M > KGEMM_THIN_M)
-		return 0;
-	kgemm_thin_job j = {uk, M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, ep, 0, 0, NULL};
-	if (cs_b == 1 && uk->strided) {
-		j.use_dot = 0;
-		/* rows of A read in place are up to mr streams that may share an L1
-		 * set (lda a multiple of 4 KiB); packed, they are one. The panels
-		 * (at most 2 * mr <= nr rows of K) fit where kgemm_f32 packs B. */
-		if (M > 1 || cs_a != 1) {
-			kgemm_pack_a(uk, M, K, A, rs_a, cs_a, workspace);
-			j.Ap = workspace;
-		}
-	} else if (rs_b == 1 && cs_a == 1 && uk->dot) {
-		j.use_dot = 1;
-	} else {
-		return 0;
-	}
-	const int nr = j.use_dot ? uk->dot_nr : uk->nr;
-	int64_t ntasks = 1, nthreads = rt_pool_size(pool);
-	if (nthreads > 1 && (double)M * N * K >= KGEMM_PARALLEL_MIN_MACS)
-		ntasks = k_min64(4 * nthreads, k_cdiv(N, nr));
-	j.cols = k_cdiv(k_cdiv(N, ntasks), nr) * nr;
-	rt_pool_run(pool, k_cdiv(N, j.cols), kgemm_thin_task, &j);
-	return 1;
-}
-
-/* ---- B read in place, one thread ---------------------------------------- */
-
-int kgemm_b_in_place_available(void)
-{
-	return kgemm_ukernel()->strided != NULL;
-}
-
-/* One block of rows and columns, on the calling thread: K in blocks of
- * the kernel's kc, each B micro-panel (kc x nr, from rows ldb apart) used
- * by every row tile of the block while it is in L1/L2. */
-static void kgemm_b_in_place_block(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
-				   int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const k_epilogue *ep)
-{
-	const int mr = uk->mr, nr = uk->nr;
-	kgemm_tile_ep te = {0};
-	te.alpha = ep->alpha;
-	te.act = ep->act;
-	te.ld_res = ep->ld_residual;
-	const int64_t kb = k_cdiv(K, uk->kc), kc_max = k_cdiv(K, kb);
-	for (int64_t pc = 0; pc < K; pc += kc_max) {
-		const int64_t kc = k_min64(kc_max, K - pc);
-		te.flags = (pc == 0 ? KGEMM_TILE_FIRST : 0) | (pc + kc == K ? KGEMM_TILE_LAST : 0);
-		for (int64_t jj = 0; jj < N; jj += nr) {
-			const int n = (int)k_min64(nr, N - jj);
-			te.bias_n = ep->bias_n ? ep->bias_n + jj : NULL;
-			for (int64_t ii = 0; ii < M; ii += mr) {
-				te.bias_m = ep->bias_m ? ep->bias_m + ii : NULL;
-				te.res = ep->residual ? ep->residual + ii * te.ld_res + jj : NULL;
-				uk->strided(kc, A + ii * lda + pc, lda, 1, B + pc * ldb + jj, ldb, C + ii * ldc + jj, ldc,
-					    (int)k_min64(mr, M - ii), n, &te);
-			}
-		}
-	}
-}
-
-typedef struct kgemm_bip_job {
-	const kgemm_ukernel_desc *uk;
-	int64_t M, N, K;
-	const float *A;
-	int64_t lda;
-	const float *B;
-	int64_t ldb;
-	float *C;
-	int64_t ldc;
-	const k_epilogue *ep;
-	kgemm_plan plan;
-} kgemm_bip_job;
-
-static void kgemm_bip_task(void *ctx, int64_t t, int thread)
-{
-	(void)thread;
-	const kgemm_bip_job *j = ctx;
-	const int64_t jn = t / j->plan.nm;
-	int64_t m0, m1;
-	kgemm_rows(&j->plan, j->M, j->uk->mr, t % j->plan.nm, &m0, &m1);
-	const int64_t n0 = jn * j->plan.nc, n1 = k_min64(j->N, n0 + j->plan.nc);
-	if (m0 >= m1 || n0 >= n1)
-		return;
-	k_epilogue ep = *j->ep;
-	ep.bias_m = ep.bias_m ? ep.bias_m + m0 : NULL;
-	ep.bias_n = ep.bias_n ? ep.bias_n + n0 : NULL;
-	ep.residual = ep.residual ? ep.residual + m0 * ep.ld_residual + n0 : NULL;
-	kgemm_b_in_place_block(j->uk, m1 - m0, n1 - n0, j->K, j->A + m0 * j->lda, j->lda, j->B + n0, j->ldb,
-			       j->C + m0 * j->ldc + n0, j->ldc, &ep);
-}
-
-int kgemm_f32_b_in_place(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-			 float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool)
-{
-	const kgemm_ukernel_desc *uk = kgemm_ukernel();
-	if (!uk->strided)
-		return 0;
-	k_epilogue none;
-	ep = kgemm_ep_or_none(ep, &none);
-	if (kgemm_trivial(1, M, N, K, C, 0, ldc, ep))
-		return 1;
-	/* A kernel that packs the panels it reads is faster still, with the
-	 * panels on the stack (A is read in place: no other workspace). ResNet
-	 * 1x1 convs as NCHW GEMMs (ab harness, 2 threads, interleaved): 64x3136x64
-	 * 284 -> 322 GFLOP/s, 128x3136x256 329 -> 392, 256x196x1024 296 -> 349;
-	 * 1 thread +20-22% */
-	if (uk->strided_packs_b && M > uk->mr && (int64_t)uk->kc * uk->nr <= KGEMM_STACK_PANEL_FLOATS) {
-		kgemm_run_b_source(uk, M, N, K, A, lda, 1, B, ldb, C, ldc, ep, pool, NULL, NULL);
-		return 1;
-	}
-	kgemm_bip_job j = {uk, M, N, K, A, lda, B, ldb, C, ldc, ep, kgemm_make_plan(uk, 1, M, N, K, rt_pool_size(pool))};
-	rt_pool_run(pool, j.plan.nm * j.plan.nn, kgemm_bip_task, &j);
-	return 1;
 }
 
 /* ---- entry points -------------------------------------------------------- */
@@ -1061,9 +439,9 @@ void kgemm_f32_packed_cols(int64_t M, int64_t N, int64_t K, const float *A, int6
 	ep = kgemm_ep_or_none(ep, &none);
 	if (kgemm_trivial(1, M, N, K, C, 0, ldc, ep))
 		return;
-	/* packed->nr is the selected kernel's: both come from kgemm_ukernel(),
+	/* packed->nr is the selected kernel's: both come from kgemm_active_ukernel(),
 	 * chosen once per process */
-	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	const kgemm_ukernel_desc *uk = kgemm_active_ukernel();
 	if (B->nr != uk->nr) /* unreachable; never read panels of another width */
 		return;
 	if (j0 % uk->nr != 0 || j0 + N > k_cdiv(B->N, uk->nr) * uk->nr || K != B->K)
@@ -1096,7 +474,7 @@ void kgemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, in
 	ep = kgemm_ep_or_none(ep, &none);
 	if (kgemm_trivial(1, M, N, K, C, 0, ldc, ep))
 		return;
-	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	const kgemm_ukernel_desc *uk = kgemm_active_ukernel();
 	if (kgemm_thin(uk, M, N, K, A, rs_a, cs_a, B, rs_b, cs_b, C, ldc, ep, pool, workspace))
 		return;
 	/* past the base workspace, room for all of A packed when it is not
@@ -1122,7 +500,7 @@ void kgemm_f32_batched(int64_t batch, int64_t M, int64_t N, int64_t K, const flo
 	ep = kgemm_ep_or_none(ep, &none);
 	if (kgemm_trivial(batch, M, N, K, C, bs_c, ldc, ep))
 		return;
-	const kgemm_ukernel_desc *uk = kgemm_ukernel();
+	const kgemm_ukernel_desc *uk = kgemm_active_ukernel();
 	const int64_t item = (int64_t)(kgemm_align(kgemm_packed_floats(K, N, uk->nr) * sizeof(float)) /
 				       sizeof(float));
 	const int64_t chunk = kgemm_batch_chunk(batch, N, K);
@@ -1136,32 +514,5 @@ void kgemm_f32_batched(int64_t batch, int64_t M, int64_t N, int64_t K, const flo
 			e.residual += b0 * bs_c;
 		kgemm_run(uk, nb, M, N, K, A + b0 * bs_a, bs_a, rs_a, cs_a, Bp, item, C + b0 * bs_c, bs_c, ldc,
 			  &e, pool, slots, NULL);
-	}
-}
-
-/* ---- the oracle ---------------------------------------------------------- */
-
-void kgemm_f32_reference(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs_a, int64_t cs_a,
-			 const float *B, int64_t rs_b, int64_t cs_b, float *C, int64_t ldc,
-			 const k_epilogue *ep)
-{
-	k_epilogue none;
-	ep = kgemm_ep_or_none(ep, &none);
-	for (int64_t i = 0; i < M; i++) {
-		for (int64_t jj = 0; jj < N; jj++) {
-			double s = 0.0;
-			for (int64_t p = 0; p < K; p++)
-				s += (double)A[i * rs_a + p * cs_a] * (double)B[p * rs_b + jj * cs_b];
-			s *= ep->alpha;
-			if (ep->bias_n)
-				s += ep->bias_n[jj];
-			if (ep->bias_m)
-				s += ep->bias_m[i];
-			/* read before C[i, jj] is written: the residual may alias C */
-			if (ep->residual)
-				s += ep->residual[i * ep->ld_residual + jj];
-			kref_act_f64(&s, 1, ep->act);
-			C[i * ldc + jj] = (float)s;
-		}
 	}
 }

@@ -1,167 +1,85 @@
-/* gemm_internal.h - what the portable GEMM driver (gemm.c) shares with its
- * micro-kernels (ukernel_scalar.c, ukernel.avx2.c, ukernel.avx512.c): the micro-kernel
- * signature, the per-tile epilogue, and the packed panel layouts.
- *
- * The B panel is always packed: kc x nr columns, stored k-major
- * (b[p * nr + j]), zero-padded past N; 64-byte aligned when the workspace
- * is, but kernels must not rely on it (a caller's slice may not be). A is read through
- * strides: element (r, p) of the tile's rows is a[r * rs_a + p * cs_a]. The
- * driver passes either A itself (row-major A: rs_a = lda, cs_a = 1; no
- * packing at all) or a packed panel (rs_a = 1, cs_a = mr, zero-padded), and
- * never anything else: kernels may specialize for exactly these two. */
+/* gemm_internal.h - what the f32 GEMM driver's own files (gemm.c, pack.c,
+ * thin.c, gemm_ref.c) share and gemm.h does not show: the packed B's layout,
+ * the packing routines, the plan, and the steps every entry point takes. */
 #ifndef AIR_KERNELS_GEMM_GEMM_INTERNAL_H
 #define AIR_KERNELS_GEMM_GEMM_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/common/epilogue.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/ukernel.h"
 
-enum {
-	KGEMM_TILE_FIRST = 1, /* first K block: add bias and residual, ignore old C */
-	KGEMM_TILE_LAST = 2,  /* last K block: apply the activation */
-	/* For kernels whose descriptor sets tile_prefetch, on full tiles: the
-	 * packed B panel is read once per call from L2 (a whole K too long
-	 * for L1, as in linear_rows), so the kernel prefetches it ahead */
-	KGEMM_TILE_STREAM_B = 4,
-	/* For kernels whose descriptor sets store_t: C (and the residual) is
-	 * the tile's transpose, element (r, j) at c[j * ldc + r]. linear_rows
-	 * computes y^T = w x^T and stores it into y as it leaves the registers,
-	 * with no y^T buffer and no transpose pass after the GEMM */
-	KGEMM_TILE_STORE_T = 8,
+/* Below this many multiply-adds a parallel loop costs more than it saves. */
+#define KGEMM_PARALLEL_MIN_MACS (64.0 * 64.0 * 64.0)
+/* kgemm_f32_b_in_place has no workspace: a task packs B's micro-panels
+ * into this much stack instead (a 256 x 32 panel: 32 KiB) */
+enum { KGEMM_STACK_PANEL_FLOATS = 256 * 32 };
+/* Workspace slices start on their own cache lines (two, for the adjacent-line
+ * prefetcher), so threads never share one. */
+enum { KGEMM_ALIGN = 128 };
+
+struct kgemm_packed_b {
+	int64_t K, N;
+	int nr;
+	size_t bytes;
+	float *data; /* KGEMM_ALIGN-aligned panels */
+	int amx_ok;  /* every value in kamx_in_range's range (0: not known) */
+	/* the panels split for the AMX path (kgemm_packed_b_presplit), or NULL */
+	uint16_t *amx_split;
+	size_t split_bytes;
 };
 
-/* The epilogue of one micro-tile. Pointers are already offset to the tile's
- * origin. A partial product over K blocks is kept in C itself: the first
- * block stores alpha*acc + bias + residual, later blocks add alpha*acc, and
- * the last one applies the activation. Folding the residual in first (not
- * last) is what lets the residual alias C. */
-typedef struct kgemm_tile_ep {
-	float alpha;
-	int flags;
-	k_act act;
-	const float *bias_n; /* [n] or NULL */
-	const float *bias_m; /* [m] or NULL */
-	const float *res;    /* [m x n], row stride ld_res, or NULL */
-	int64_t ld_res;
-	/* For kernels whose descriptor sets tile_prefetch, on full tiles
-	 * (m == mr, n > nr / 2) only: pf_lines cache lines from pf on, one
-	 * prefetched to L2 every 4 k steps, or every 2 for more than kc / 4
-	 * (pf_lines <= kc / 2). Spread out
-	 * like this rather than issued in a burst before the tile, prefetches
-	 * of a cold weight panel do not queue behind each other for the core's
-	 * few line-fill buffers. */
-	const char *pf;
-	int pf_lines;
-	/* For strided kernels whose descriptor sets strided_packs_b: where
-	 * to store the kc x nr B panel the tile reads in place, as
-	 * kgemm_pack_b lays it out (NULL: nowhere) */
-	float *bcopy;
-} kgemm_tile_ep;
+typedef struct kgemm_plan {
+	int64_t nc, kc; /* block sizes: nc a multiple of nr (rows: kgemm_rows) */
+	int64_t nm, nn; /* blocks per matrix */
+} kgemm_plan;
 
-/* C[m x n] (m <= mr, n <= nr) op= A (m x kc) @ B panel (kc x nr), then
- * the tile epilogue. Rows of A past m are never read. */
-typedef void (*kgemm_ukernel_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
-				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+/* ---- pack.c ------------------------------------------------------------- */
 
-/* The same tile with B read in place: row p of the tile's columns at
- * b + p * ldb, columns [0, n) only (masked, never past n). For thin
- * products, where packing B would cost as much as using it. */
-typedef void (*kgemm_ukernel_strided_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
-					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-					 const kgemm_tile_ep *ep);
+/* n rounded up to KGEMM_ALIGN. */
+size_t kgemm_align(size_t n);
+/* Floats of K x N packed in panels of nr columns. */
+size_t kgemm_packed_floats(int64_t K, int64_t N, int nr);
+/* A[m x k] into panels of uk->mr rows. */
+void kgemm_pack_a(const kgemm_ukernel_desc *uk, int64_t m, int64_t k, const float *A, int64_t rs,
+		  int64_t cs, float *dst);
+/* Rows [p0, p1) of columns [j0, j1) of B[K x N] into whole panels of nr
+ * columns. */
+void kgemm_pack_b_panels(int64_t K, int64_t N, int64_t p0, int64_t p1, const float *B, int64_t rs,
+			 int64_t cs, const double *scale, int nr, int64_t j0, int64_t j1, float *dst);
+/* B of batch items packed in parallel. */
+void kgemm_pack_b_parallel(int64_t batch, int64_t K, int64_t N, const float *B, int64_t bs_b,
+			   int64_t rs_b, int64_t cs_b, int nr, float *dst, int64_t bs_dst,
+			   rt_pool *pool);
+/* All of a non-row-major A packed once, in parallel, when the plan's tasks
+ * share its rows; NULL to leave the packing to the tasks. */
+const float *kgemm_share_a(const kgemm_ukernel_desc *uk, const kgemm_plan *plan, int64_t M, int64_t K,
+			   const float *A, int64_t rs_a, int64_t cs_a, float *room, rt_pool *pool);
 
-/* Thin products against a transposed B read in place: C[m x n] (m <= dot_mr,
- * n <= dot_nr) = A[m x K] (rows at a + r * lda) times Bt[n x K]^T (rows at
- * bt + j * ldbt), both contiguous along K; whole K, so the full epilogue. */
-typedef void (*kgemm_dot_fn)(int64_t K, const float *a, int64_t lda, const float *bt, int64_t ldbt, float *c,
-			     int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+/* ---- gemm.c ------------------------------------------------------------- */
 
-/* A tile whose K is nseg blocks of kc read from different places of a
- * row-major A: block s of row r at a + s * seg_stride + r * rs_a (B's panel
- * runs on through all of them); the whole K, so the full epilogue. For
- * kernels that read a convolution's taps in place (conv_nhwc_implicit.c).
- * Optional: without it, callers make one kgemm_ukernel_fn call per block. */
-typedef void (*kgemm_ukernel_seg_fn)(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
-				     const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
+/* One matrix (of batch) split into tasks. */
+kgemm_plan kgemm_make_plan(const kgemm_ukernel_desc *uk, int64_t batch, int64_t M, int64_t N,
+			   int64_t K, int nthreads);
+/* Rows [*m0, *m1) of row block im of the plan. */
+void kgemm_rows(const kgemm_plan *p, int64_t M, int mr, int64_t im, int64_t *m0, int64_t *m1);
+/* The parallel tasks with a row-major B not packed beforehand. */
+void kgemm_run_b_source(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
+			int64_t rs_a, int64_t cs_a, const float *B, int64_t ldb, float *C, int64_t ldc,
+			const k_epilogue *ep, rt_pool *pool, char *slots, float *a_room);
+/* Handles the degenerate sizes; returns 1 if nothing is left to do. */
+int kgemm_trivial(int64_t batch, int64_t M, int64_t N, int64_t K, float *C, int64_t bs_c,
+		  int64_t ldc, const k_epilogue *ep);
+/* ep, or the identity epilogue (in *none) for NULL. */
+const k_epilogue *kgemm_ep_or_none(const k_epilogue *ep, k_epilogue *none);
 
-/* A (m x k) into panels of the kernel's mr rows, as the driver's generic
- * packing lays them out (gemm.c, kgemm_pack_a): row-major A (rows lda
- * apart) for pack_a, column-major A (columns lda apart: a transposed
- * operand, as a weight gradient's x^T) for pack_a_t. */
-typedef void (*kgemm_pack_a_fn)(int64_t m, int64_t k, const float *A, int64_t lda, float *dst);
+/* ---- thin.c ------------------------------------------------------------- */
 
-typedef struct kgemm_ukernel_desc {
-	const char *name;
-	unsigned isa; /* kcpu_features() bits it needs */
-	int mr, nr;
-	kgemm_ukernel_fn fn;
-	int kc, mc, nc; /* cache blocks (elements) tuned for this kernel */
-	/* optional thin-product kernels (NULL: pack B as usual) */
-	kgemm_ukernel_strided_fn strided;
-	kgemm_dot_fn dot;
-	int dot_mr, dot_nr;
-	kgemm_ukernel_seg_fn seg;
-	/* fn issues kgemm_tile_ep.pf itself; otherwise the driver issues
-	 * them before the call */
-	int tile_prefetch;
-	/* strided stores its B panel to kgemm_tile_ep.bcopy */
-	int strided_packs_b;
-	/* fn honours KGEMM_TILE_STORE_T (on any tile; strided and seg do not) */
-	int store_t;
-	/* optional fast packing of row-major A; with it, the driver packs A
-	 * for tasks wide enough to repay it (gemm.c, kgemm_reads_a_in_place) */
-	kgemm_pack_a_fn pack_a;
-	/* optional fast packing of column-major A (else one memcpy of mr
-	 * floats per k step) */
-	kgemm_pack_a_fn pack_a_t;
-} kgemm_ukernel_desc;
-
-/* The micro-kernel chosen for this CPU (what kgemm_f32 uses), for kernels
- * that drive it themselves (conv_nhwc_implicit.c). */
-const kgemm_ukernel_desc *kgemm_active_ukernel(void);
-
-/* True for the activations computed by vmath (exp, erf, tanh inside): the
- * kernels apply them in a second pass over the tile they just stored, while
- * it is in L1. The others are a min/max or two, applied before the store. */
-static inline int kgemm_act_is_transcendental(k_act act)
-{
-	return act == K_ACT_GELU || act == K_ACT_GELU_TANH || act == K_ACT_SILU ||
-	       act == K_ACT_SIGMOID || act == K_ACT_TANH;
-}
-
-/* One of the simple activations (relu, relu6, hardswish); x otherwise. */
-float kgemm_act_simple_f32(float x, k_act act);
-
-/* Applies a transcendental act in place to an m x n block (row stride ldc)
- * with vmath's kernels, so a fused activation gives the same values as the
- * standalone elementwise op. */
-void kgemm_act_tile(float *c, int64_t ldc, int64_t m, int64_t n, k_act act);
-
-/* y = act(y + res) over n floats (res may be NULL), for kernels that
- * apply the epilogue after the GEMM rather than in it: the same values as
- * the tile epilogue gives. */
-void kgemm_epilogue_row(float *y, const float *res, int64_t n, k_act act);
-
-void kgemm_ukernel_4x16__scalar(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
-				float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
-#ifdef AIR_HAVE_X86
-void kgemm_ukernel_6x16__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
-			      float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
-void kgemm_ukernel_6x16_seg__avx2(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
-				  const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
-void kgemm_ukernel_6x16_strided__avx2(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
-				      int64_t ldb, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
-void kgemm_ukernel_12x32__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
-				 float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
-void kgemm_ukernel_12x32_seg__avx512(int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a,
-				     const float *b, float *c, int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
-void kgemm_ukernel_12x32_strided__avx512(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
-					 const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-					 const kgemm_tile_ep *ep);
-void kgemm_pack_a_12__avx512(int64_t m, int64_t k, const float *A, int64_t lda, float *dst);
-void kgemm_pack_a_t_12__avx512(int64_t m, int64_t k, const float *A, int64_t lda, float *dst);
-void kgemm_dot_4x4__avx512(int64_t K, const float *a, int64_t lda, const float *bt, int64_t ldbt, float *c,
-			   int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
-#endif
+/* kgemm_f32 for M <= KGEMM_THIN_M with B read in place; 0 when it does not
+ * fit (nothing done). */
+int kgemm_thin(const kgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, const float *A,
+	       int64_t rs_a, int64_t cs_a, const float *B, int64_t rs_b, int64_t cs_b, float *C,
+	       int64_t ldc, const k_epilogue *ep, rt_pool *pool, float *workspace);
 
 #endif

@@ -10,11 +10,11 @@
  *
  * The strided entry reads B in place, rows ldb apart (masked loads for a
  * last block narrower than 16): thin products, and 1x1 convolutions whose
- * pixels would otherwise be packed on every call (gemm.c,
+ * pixels would otherwise be packed on every call (thin.c,
  * kgemm_f32_b_in_place). */
 #include <immintrin.h>
 
-#include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/ukernel.h"
 #include "kernels/vmath/vmath_avx2.h"
 
 enum { MR = 6, NR = 16 };

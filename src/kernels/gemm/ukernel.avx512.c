@@ -16,7 +16,7 @@
 
 #include "kernels/common/lanes_avx512.h"
 #include "kernels/common/transpose_avx512.h"
-#include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/ukernel.h"
 #include "kernels/vmath/vmath_avx2.h"
 #include "kernels/vmath/vmath_avx512.h"
 
@@ -280,7 +280,7 @@ AIR_INLINE void prefetch_epilogue_rows(const int ROWS, const int NV, const float
 
 /* One tile: ROWS rows (<= MR) x NV vectors of 16 columns, S accumulator
  * sets; B row p at b + p * ldb (BMASK: B read in place, masked to n); PF:
- * issues ep->pf's lines (gemm_internal.h), one every 4 k steps, and PF 2
+ * issues ep->pf's lines (ukernel.h), one every 4 k steps, and PF 2
  * also B's rows BPF_ROWS k steps ahead (KGEMM_TILE_STREAM_B). */
 AIR_INLINE void tile(const int ROWS, const int NV, const int S, const int BMASK, const int PACKED, const int PF,
 		     int64_t kc, int64_t nseg, int64_t seg_stride, const float *a, int64_t rs_a, const float *b,
@@ -530,7 +530,7 @@ static __attribute__((noinline)) void inplace_tile_pf(int64_t kc, const float *a
  * accumulators, 31 registers) made GCC spill two accumulators to the stack
  * and ran about 10% slower than this one; 8x48 and 6x64 tiles were slower
  * still (bench_gemm). A is read in place (cs_a == 1) or packed (rs_a == 1,
- * cs_a == MR): the only layouts the driver passes (gemm_internal.h). */
+ * cs_a == MR): the only layouts the driver passes (ukernel.h). */
 static void tile_t_via_buffer(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b, float *c,
 			      int64_t ldc, int m, int n, const kgemm_tile_ep *ep);
 
@@ -662,7 +662,7 @@ void kgemm_pack_a_12__avx512(int64_t m, int64_t k, const float *A, int64_t lda, 
  * follow. Panel by panel (each panel's k steps before the next panel's)
  * read 48 bytes from every column in turn, a stride of 768 B to 3 KiB in
  * ViT-Tiny's weight gradients (g^T @ x, 768 x 1576 @ 1576 x 192): packing
- * all of A at once (gemm.c, kgemm_share_a) that way took 16% of those
+ * all of A at once (pack.c, kgemm_share_a) that way took 16% of those
  * products, with A cold from memory. Rows past m are stored as zeros. */
 void kgemm_pack_a_t_12__avx512(int64_t m, int64_t k, const float *A, int64_t lda, float *dst)
 {

@@ -25,7 +25,7 @@
 #include "core/error.h"
 #include "kernels/gemm/amx.h"
 #include "kernels/gemm/gemm.h"
-#include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/ukernel.h"
 #include "kernels/matmul/matmul_ref.h"
 #include "kernels/shape/transpose.h"
 
