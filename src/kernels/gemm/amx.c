@@ -1,4 +1,4 @@
-/* gemm_amx.c - the driver of the AMX GEMM (gemm_amx.h): blocking, threads
+/* amx.c - the driver of the AMX GEMM (amx.h): blocking, threads
  * and the epilogue. The tile work is in amx_tiles.amx.c.
  *
  * A call runs over row blocks of A of at most a few MiB split (so the

@@ -1,4 +1,4 @@
-/* gemm_amx.h - f32 GEMM on AMX tiles, as bf16 products that keep f32's
+/* amx.h - f32 GEMM on AMX tiles, as bf16 products that keep f32's
  * accuracy.
  *
  * AMX multiplies bf16 (8 significant bits) into f32 accumulators, 16 times

@@ -1,4 +1,4 @@
-/* gemm_amx_tiles.c - the AMX side of gemm_amx.h: splitting f32 operands into
+/* amx_tiles.amx.c - the AMX side of amx.h: splitting f32 operands into
  * bf16 parts, and the 32 x 32 block product over them. Built with AMX and
  * AVX-512 BF16 enabled; called only when kamx_available(). */
 #include <immintrin.h>

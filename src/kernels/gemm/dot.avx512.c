@@ -1,4 +1,4 @@
-/* gemm_avx512_dot.c - thin products against a transposed B, read in place:
+/* dot.avx512.c - thin products against a transposed B, read in place:
  * C[m x n] = epilogue(A[m x K] @ Bt[n x K]^T) for m, n <= 4, both operands
  * row-major along K (torch's Linear weight is [N x K]). Each output is a dot
  * product of two contiguous rows, so nothing is packed: for a handful of rows

@@ -357,7 +357,7 @@ static void kgemm_epilogue_only(int64_t M, int64_t N, float *C, int64_t ldc, con
  * less (BERT's 768-wide linears, ViT-Tiny's, 128-channel convolutions)
  * lost 3-13%, so those keep reading A in place. Since the AVX-512 tile
  * over A in place that prefetches got a loop without spills
- * (gemm_avx512.c, inplace_sums), 256-wide tasks read in place too: 512^3
+ * (ukernel.avx512.c, inplace_sums), 256-wide tasks read in place too: 512^3
  * went from 0.968-0.977x to 1.013-1.029x MKL (model.run against torch.mm,
  * builds alternated); 256^3, 1024^3 and 128x768 @ 768x3072 did not move,
  * nor did ResNet-50 b1 or GPT-2. With 1024, 128x768 @ 768x3072 (768-wide

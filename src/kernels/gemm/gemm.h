@@ -20,7 +20,7 @@ typedef struct kgemm_packed_b kgemm_packed_b;
 air_status kgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t rs_b, int64_t cs_b,
 			kgemm_packed_b **out);
 void kgemm_packed_b_free(kgemm_packed_b *packed);
-/* Also keeps B split into the AMX path's bf16 parts (gemm_amx.h), 6
+/* Also keeps B split into the AMX path's bf16 parts (amx.h), 6
  * bytes a value beside the packed 4, so that a product that takes that
  * path on every call no longer splits B on every call: for a weight whose
  * products all have M known and large (kamx_wanted). A no-op where the

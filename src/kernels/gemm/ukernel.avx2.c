@@ -1,4 +1,4 @@
-/* gemm_avx2.c - the AVX2+FMA GEMM micro-kernel: a 6x16 register tile
+/* ukernel.avx2.c - the AVX2+FMA GEMM micro-kernel: a 6x16 register tile
  * (12 accumulators, 2 B vectors, 1 broadcast = 15 of 16 YMM registers) with
  * the epilogue applied to the accumulators before they are stored.
  *

@@ -1,4 +1,4 @@
-/* gemm_avx512.c - the AVX-512 GEMM micro-kernels. One tile body, written
+/* ukernel.avx512.c - the AVX-512 GEMM micro-kernels. One tile body, written
  * once over a compile-time shape (rows x 16-lane vectors), is instantiated
  * for every row count and column-vector count a tile can have, so partial
  * tiles do only the FMAs they need: an edge of n <= 16 columns runs one
