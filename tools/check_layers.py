@@ -1,5 +1,5 @@
 """Checks the code's shape: no include or import circles, the C layers calling only down,
-no source file over the line limit. ``python tools/check_layers.py`` prints what it finds
+no source file over the line limit, a comment at the top of every file saying its job. ``python tools/check_layers.py`` prints what it finds
 and exits 1 if anything is wrong; tests/python/test_layers.py runs it.
 
 C: a file depends on a module when it includes that module's header. A module is a header
@@ -211,8 +211,23 @@ def check_sizes() -> list[str]:
     return out
 
 
+def check_top_comments() -> list[str]:
+    """Every C file opens with ``/* <its name> - <its job> */``; every Python module of the
+    package with a docstring."""
+    out = []
+    for f in sorted(list((REPO / "src").rglob("*.[ch]")) + list((REPO / "include").rglob("*.h"))):
+        first = f.read_text(errors="replace").split("\n", 1)[0]
+        if not first.startswith(f"/* {f.name} - "):
+            out.append(f"top comment: {f.relative_to(REPO)} does not open with '/* {f.name} - <its job>'")
+    for f in sorted((REPO / "python" / "torchair").rglob("*.py")):
+        tree = ast.parse(f.read_text(), str(f))
+        if ast.get_docstring(tree) is None and f.stat().st_size > 0:
+            out.append(f"top comment: {f.relative_to(REPO)} has no module docstring")
+    return out
+
+
 def main() -> int:
-    problems = check_c() + check_python() + check_sizes()
+    problems = check_c() + check_python() + check_sizes() + check_top_comments()
     for p in problems:
         print(p)
     if not problems:

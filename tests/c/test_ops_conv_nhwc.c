@@ -85,7 +85,7 @@ static const char *I2C = "conv2d_nhwc_im2col_gemm", *PW = "conv2d_nhwc_gemm_1x1"
 static const char *WINO = "conv2d_nhwc_winograd_f2x3", *IMP = "conv2d_nhwc_implicit_gemm";
 
 /* Narrow inputs (up to 8 channels, one group, no column dilation, a kernel
- * wider than 1x1) go to the implicit GEMM (conv_nhwc_implicit.c). */
+ * wider than 1x1) go to the implicit GEMM (conv/conv_implicit.c). */
 static const char *narrow_or(const conv_case *k, const char *other)
 {
 	return k->C <= 8 && k->G == 1 && k->dw == 1 && (k->KH > 1 || k->KW > 1) ? IMP : other;

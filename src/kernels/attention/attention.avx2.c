@@ -1,4 +1,4 @@
-/* attention_avx2.c - the fused attention kernel's inner loops (see
+/* attention.avx2.c - the fused attention kernel's inner loops (see
  * kernels/attention/attention_fast.h) on 8-lane AVX2+FMA vectors. Scores and P V are
  * register tiles of up to 6 rows x 2 vectors (12 accumulators; 16 ymm
  * registers in all), instantiated for every row count; packed blocks are

@@ -1,4 +1,4 @@
-/* attention_avx512.c - the fused attention kernel's inner loops (see
+/* attention.avx512.c - the fused attention kernel's inner loops (see
  * kernels/attention/attention_fast.h) on 16-lane AVX-512 vectors. Scores and P V are
  * register tiles of up to 6 rows x 4 vectors (24 accumulators), written once
  * over compile-time shapes and instantiated for every tile a block can have;

@@ -1,4 +1,4 @@
-/* col2im.c - reference kernel of col2im (torch's fold, with a bias and a
+/* col2im_ref.c - reference kernel of col2im (torch's fold, with a bias and a
  * channels-last form): the second half of a transposed convolution, whose
  * GEMM writes every input pixel's output taps. Built with the vectorizer's
  * dynamic cost model (CMakeLists.txt): a channels-last tap is one

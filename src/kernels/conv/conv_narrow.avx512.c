@@ -1,4 +1,4 @@
-/* conv_narrow_avx512.c - the micro-kernel of conv_narrow.h: 8 output
+/* conv_narrow.avx512.c - the micro-kernel of conv_narrow.h: 8 output
  * channels x up to 48 pixels (3 vectors) of one output row, 24
  * accumulators; per tap, three loads of pixels and eight broadcast weights.
  * A row's last tile masks its stores (the loads past the row read band

@@ -287,7 +287,7 @@ kgemm_packed_b *const *kconv_nhwc_weight_blocks(const k_call *call, const kconv_
 	repack_job j = {g, pw, src, b, taps, chunk, k_cdiv(k_min64(pw->nb, g->Og), chunk)};
 	rt_pool_run(call->pool, nblks * j.nchunk, repack_task, &j);
 	/* so that products of 512 rows and more may take the AMX path
-	 * (gemm_amx.h) as a packed copy's do: ResNet-50 at batch 16 403-408
+	 * (gemm/amx.h) as a packed copy's do: ResNet-50 at batch 16 403-408
 	 * ms against 425 (python -m bench, 2 runs each); batch 1, whose 1x1
 	 * convs at 56x56 take it, within noise (30.3-30.7 against 29.9-30.5) */
 	for (int64_t i = 0; i < nblks; i++)

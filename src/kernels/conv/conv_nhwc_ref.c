@@ -1,4 +1,4 @@
-/* conv_nhwc.c - reference kernels of the channels-last convolution and
+/* conv_nhwc_ref.c - reference kernels of the channels-last convolution and
  * pooling ops, f32 with double sums: plain loops over each output element
  * and its window, written to be obviously right. They are the oracle for
  * kernels/conv/conv_nhwc.c, and for the layout pass (NHWC against NCHW). */

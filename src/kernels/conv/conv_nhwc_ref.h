@@ -1,4 +1,4 @@
-/* conv_nhwc.h - reference kernels of the channels-last ops the layout pass
+/* conv_nhwc_ref.h - reference kernels of the channels-last ops the layout pass
  * creates (conv2d_nhwc and the NHWC pools), and the geometry they share
  * with the fast kernels (kernels/conv/conv_nhwc.c). */
 #ifndef AIR_KERNELS_CONV_CONV_NHWC_REF_H

@@ -5,8 +5,8 @@
 #ifndef AIR_KERNELS_CONV_CONV_REF_H
 #define AIR_KERNELS_CONV_CONV_REF_H
 
+#include "kernels/common/epilogue.h"
 #include "kernels/common/kernel.h"
-#include "kernels/matmul/matmul_ref.h" /* kref_present */
 
 air_status kref_conv2d(const k_call *call);
 air_status kref_col2im(const k_call *call);

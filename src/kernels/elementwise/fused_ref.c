@@ -1,4 +1,4 @@
-/* fused.c - runs a fused elementwise program tile by tile: the first
+/* fused_ref.c - runs a fused elementwise program tile by tile: the first
  * instruction reads the input tile, the rest work in place on the output
  * tile while it sits in L1. */
 #include "kernels/elementwise/fused_ref.h"

@@ -1,4 +1,4 @@
-/* fused.h - the tile interpreter behind fused elementwise groups: a short
+/* fused_ref.h - the tile interpreter behind fused elementwise groups: a short
  * program of unary and tensor-scalar instructions run over cache-sized tiles,
  * so a chain of N elementwise ops crosses memory once instead of N times. */
 #ifndef AIR_KERNELS_ELEMENTWISE_FUSED_REF_H

@@ -162,7 +162,7 @@ static size_t kgemm_base_workspace_bytes(const kgemm_ukernel_desc *uk, int64_t M
 	       kgemm_slots_workspace_bytes(M, N, K, nthreads) + (size_t)nthreads * kgemm_panel_bytes(uk, M, K);
 }
 
-/* Bytes of all of A packed once (kgemm_pack_a_whole). */
+/* Bytes of all of A packed once (kgemm_share_a). */
 static size_t kgemm_whole_a_bytes(const kgemm_ukernel_desc *uk, int64_t M, int64_t K)
 {
 	return kgemm_align((size_t)k_cdiv(M, uk->mr) * (size_t)uk->mr * (size_t)K * sizeof(float));

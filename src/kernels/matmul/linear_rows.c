@@ -304,7 +304,7 @@ static air_status rows_run(const k_call *call)
 	}
 	int nthreads = rt_pool_size(call->pool);
 	/* On AMX, from AMX_MIN_TOKENS: y = x w^T in the usual orientation, the
-	 * weight split block by block as it is read (gemm_amx.h); values it
+	 * weight split block by block as it is read (gemm/amx.h); values it
 	 * cannot take (it then returns less than M) are done again below. The
 	 * residual is not y. */
 	if (M >= AMX_MIN_TOKENS && kamx_available() && kamx_wanted(M, N, K)) {

@@ -1,4 +1,4 @@
-/* linalg_fast.c - fast kernels of mm, addmm, linear and bmm on the
+/* matmul_fast.c - fast kernels of mm, addmm, linear and bmm on the
  * f32 GEMM (gemm.h). A constant weight operand is packed once, when the model is
  * compiled, into the GEMM's panel layout; linear's weight w[N, K] is read as
  * B = w^T through strides (rs 1, cs K), so the transpose costs nothing.
@@ -186,7 +186,7 @@ static size_t product_workspace(const k_call *call, int nthreads, which_op op, b
 }
 
 /* B packed; and split for the AMX path as well when every call's M is
- * known at compile time and large enough to take it (gemm_amx.h): then B
+ * known at compile time and large enough to take it (gemm/amx.h): then B
  * is not split again on each call. 512^3 on 2 threads
  * (tests/c/bench_gemm.c) went from 540 to 730 GFLOP/s with the split of B
  * left out; it also took 1.5 times the packed B's memory. */

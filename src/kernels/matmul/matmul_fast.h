@@ -1,11 +1,11 @@
-/* linalg_fast.h - the fast kernels of the matrix products (built on the
+/* matmul_fast.h - the fast kernels of the matrix products (built on the
  * f32 GEMM of gemm.h) and of convolution, as listed in ops/kernels.c. */
 #ifndef AIR_KERNELS_MATMUL_MATMUL_FAST_H
 #define AIR_KERNELS_MATMUL_MATMUL_FAST_H
 
 #include "kernels/common/kernel.h"
 
-/* linalg_fast.c: a constant weight is packed at compile time (_packed);
+/* matmul_fast.c: a constant weight is packed at compile time (_packed);
  * otherwise B is packed on every call. */
 extern const k_kernel kfast_mm_packed, kfast_mm;
 extern const k_kernel kfast_addmm_packed, kfast_addmm;

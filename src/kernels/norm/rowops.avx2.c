@@ -1,4 +1,4 @@
-/* rowops_avx2.c - AVX2+FMA row kernels for softmax, log-softmax, layer norm
+/* rowops.avx2.c - AVX2+FMA row kernels for softmax, log-softmax, layer norm
  * and RMS norm. Each row is read two or three times (it is in L1/L2 after
  * the first pass); sums run in float over blocks of at most KR_BLOCK
  * elements per lane group and are carried across blocks in double. Tails

@@ -1,4 +1,4 @@
-/* rope_avx2.c - a row of the rotary embedding (kernels/rope/rope_ref.h) 8 lanes
+/* rope.avx2.c - a row of the rotary embedding (kernels/rope/rope_ref.h) 8 lanes
  * at a time: the first half takes -x[i + h] * s, the second x[i - h] * s. */
 #include <immintrin.h>
 

@@ -1,4 +1,4 @@
-/* rope.c - see rope.h. f32 throughout, each product rounded before the sum
+/* rope_ref.c - see rope.h. f32 throughout, each product rounded before the sum
  * as the written-out ops round them (up to the compiler's contraction into
  * an FMA: one rounding less). Rows of x's last dim; cos and sin reach
  * theirs through broadcast strides (kernels/elementwise/bcast.h), which keep the

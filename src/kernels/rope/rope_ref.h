@@ -1,4 +1,4 @@
-/* rope.h - the rotary position embedding that LLaMA-style models apply to
+/* rope_ref.h - the rotary position embedding that LLaMA-style models apply to
  * q and k, as one op (passes/fuse_rope.c makes it from its written-out
  * form): y = x * cos + rotate_half(x) * sin over the last dim, where
  * rotate_half(x) = cat(-x[h:], x[:h]) for h = half the last dim, and cos,

@@ -1,4 +1,4 @@
-/* index.c - reference kernels of indexing and creation: arange, full,
+/* index_ref.c - reference kernels of indexing and creation: arange, full,
  * embedding, gather, index (advanced indexing) and index_select. */
 #include "kernels/shape/index_ref.h"
 

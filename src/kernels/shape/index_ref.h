@@ -1,4 +1,4 @@
-/* index.h - reference kernels of the indexing and creation ops. */
+/* index_ref.h - reference kernels of the indexing and creation ops. */
 #ifndef AIR_KERNELS_SHAPE_INDEX_REF_H
 #define AIR_KERNELS_SHAPE_INDEX_REF_H
 

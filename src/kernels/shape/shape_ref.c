@@ -1,4 +1,4 @@
-/* shape.c - reference kernels for data movement. Every view-like op is one
+/* shape_ref.c - reference kernels for data movement. Every view-like op is one
  * strided copy: permute, slice and expand only differ in the strides they
  * read src with. */
 #include "kernels/shape/shape_ref.h"

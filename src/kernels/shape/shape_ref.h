@@ -1,4 +1,4 @@
-/* shape.h - reference kernels of the shape and data movement ops. */
+/* shape_ref.h - reference kernels of the shape and data movement ops. */
 #ifndef AIR_KERNELS_SHAPE_SHAPE_REF_H
 #define AIR_KERNELS_SHAPE_SHAPE_REF_H
 

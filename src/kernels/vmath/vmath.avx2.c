@@ -1,4 +1,4 @@
-/* vmath_avx2.c - the AVX2+FMA array kernels of vmath.h: 16 floats per step
+/* vmath.avx2.c - the AVX2+FMA array kernels of vmath.h: 16 floats per step
  * (two independent vectors for the out-of-order core), then one vector, then
  * a masked tail computed by the same code, so every element's result is the
  * same wherever it sits in the array. */

@@ -1,4 +1,4 @@
-/* vmath_avx512.c - the AVX-512 array kernels of vmath.h, for the functions
+/* vmath.avx512.c - the AVX-512 array kernels of vmath.h, for the functions
  * that have a 16-lane twin in vmath_avx512.h (KV_AVX512_FUNCS); vmath.c's
  * table takes the AVX2 kernels for the rest. Each gives bitwise what its
  * AVX2 kernel gives (test_vmath compares them), at twice the width: erf
