@@ -183,6 +183,7 @@ enum {
 	AIR_COMPILE_NO_MEMORY_REUSE = 1u << 1,  /* every value gets its own buffer */
 	AIR_COMPILE_REFERENCE_KERNELS = 1u << 2,/* only the portable reference kernels */
 	AIR_COMPILE_OP_BY_OP = 1u << 3,         /* debugging: no passes at all */
+	AIR_COMPILE_AUTOTUNE = 1u << 4,         /* time the kernels that can run each step, keep the fastest */
 };
 
 /* The graph passes, in the order they run. Each can be switched off alone
@@ -212,6 +213,9 @@ typedef struct air_compile_options {
 	int num_threads;      /* 0: the process default (AIR_NUM_THREADS or CPU count) */
 	int fusion_threshold; /* largest fused group, in ops; 0: no limit */
 	uint32_t disabled_passes; /* AIR_PASS_* bits: passes to skip */
+	/* With AIR_COMPILE_AUTOTUNE: a text file that remembers the choices (read, then
+	 * appended to), keyed by CPU, op, shapes and attributes; NULL: no file. Copied. */
+	const char *autotune_cache;
 } air_compile_options;
 
 void air_compile_options_init(air_compile_options *options);

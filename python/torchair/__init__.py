@@ -8,9 +8,20 @@ See README.md and docs/ for the options, the compile report and the design.
 from __future__ import annotations
 
 from torchair import _C
+from torchair import configs, ge, inference, ops  # noqa: F401  (TorchAir's submodules)
 from torchair.backend import get_backend, get_npu_backend, torchair_backend
 from torchair.config import CompilerConfig, get_npu_backend_config, valid_options
+from torchair.core.utils import logger
 from torchair.errors import NotBuiltError, OptionError, TorchairError
+from torchair.facade import (
+    dynamo_export,
+    get_compiler,
+    npu_format_cast_via_cpu,
+    patch_for_hcom,
+    register_fx_node_ge_converter,
+    use_internal_format_weight,
+)
+from torchair.patterns import register_replacement
 from torchair.report import explain
 from torchair.threads import get_thread_backend, set_thread_backend
 
@@ -32,6 +43,18 @@ __all__ = [
     "get_npu_backend_config",
     "torchair_backend",
     "valid_options",
+    "get_compiler",
+    "dynamo_export",
+    "use_internal_format_weight",
+    "npu_format_cast_via_cpu",
+    "register_fx_node_ge_converter",
+    "patch_for_hcom",
+    "register_replacement",
+    "logger",
+    "configs",
+    "inference",
+    "ops",
+    "ge",
     "set_num_threads",
     "get_num_threads",
     "set_thread_backend",

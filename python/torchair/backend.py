@@ -15,6 +15,7 @@ from torch.fx import GraphModule
 
 from torchair.compiler import CompileReport, compile_graph
 from torchair.config import CompilerConfig, config_from
+from torchair.configs.outcomes import Extras
 from torchair.decompositions import torchair_decompositions
 
 # Reports of the compiles made by backends that were given a recorder.
@@ -180,6 +181,9 @@ def _aten_compiler(
     def compile_aten(gm: GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         from functorch.compile import make_boxed_func
 
+        extras = getattr(config, "extras", None)
+        if extras is not None and _tree_passes(gm, example_inputs, config, extras):
+            return make_boxed_func(gm.forward)
         if config.freezing is False:
             gm.meta["torchair_freeze"] = ({}, "off (freezing=False)", set())
         elif kind != "inference":
@@ -197,6 +201,29 @@ def _aten_compiler(
     return compile_aten
 
 
+def _tree_passes(gm: GraphModule, example_inputs: list[Any], config: CompilerConfig, extras: Extras) -> bool:
+    """What TorchAir's config tree asks of an ATen graph before torchair lowers it: the user's
+    pre-pass, the registered replacements, the user's post-pass (in TorchAir's order).
+    Returns True when the graph is to run in eager (``debug.run_eagerly``)."""
+    if extras.pre_pass is not None:
+        extras.pre_pass(gm, example_inputs, extras.user_config or config)
+        gm.recompile()
+    if extras.pattern_fusion:
+        from torchair.patterns import apply_replacements
+
+        apply_replacements(gm)
+    if extras.post_pass is not None:
+        extras.post_pass(gm, example_inputs, extras.user_config or config)
+        gm.recompile()
+    if extras.run_eagerly:
+        import logging
+
+        logging.getLogger("torchair").warning(
+            "config.debug.run_eagerly is set: the captured graph runs in eager, not compiled"
+        )
+    return extras.run_eagerly
+
+
 def _is_symbolic(gm: GraphModule, example_inputs: list[Any]) -> bool:
     """Whether the graph has symbolic sizes. Dynamo hands the backend real
     example inputs; the symbolic sizes are on its placeholders' fake values."""
@@ -209,10 +236,16 @@ def _is_symbolic(gm: GraphModule, example_inputs: list[Any]) -> bool:
     return False
 
 
-def _backend(gm: GraphModule, example_inputs: list[Any], config: CompilerConfig, recorder: _Recorder | None = None) -> Callable[..., Any]:
+def _backend(
+    gm: GraphModule,
+    example_inputs: list[Any],
+    config: CompilerConfig,
+    recorder: _Recorder | None = None,
+    custom_decompositions: dict[Any, Callable[..., Any]] | None = None,
+) -> Callable[..., Any]:
     from torch._dynamo.backends.common import aot_autograd
 
-    config.check_built()
+    config, extras = config.effective()
     if not config.enable_dynamic_shape and _is_symbolic(gm, example_inputs):
         from torchair.errors import NotBuiltError
 
@@ -227,8 +260,8 @@ def _backend(gm: GraphModule, example_inputs: list[Any], config: CompilerConfig,
         inference_compiler=_aten_compiler(
             config, "inference", recorder, candidates, len(example_inputs), _running_stats(gm, candidates), direct
         ),
-        decompositions=torchair_decompositions(),
-        keep_inference_input_mutations=True,
+        decompositions={**torchair_decompositions(), **(custom_decompositions or {})},
+        keep_inference_input_mutations=extras.keep_inference_input_mutations,
     )(gm, example_inputs)
     # aot_autograd would prepend gm's own parameters; a tensor subclass
     # (a wrapper, a fake) is flattened or handled by its wrapper
@@ -279,16 +312,29 @@ def torchair_backend(gm: GraphModule, example_inputs: list[Any], *, options: dic
     return _backend(gm, example_inputs, config_from(options, mode))
 
 
-def get_npu_backend(*, compiler_config: CompilerConfig | None = None, config: CompilerConfig | None = None) -> Callable[..., Any]:
-    """A backend with the given config (the article's ``config=`` and the
-    original ``compiler_config=`` are both accepted)."""
+def get_npu_backend(
+    *,
+    compiler_config: CompilerConfig | None = None,
+    custom_decompositions: dict[Any, Callable[..., Any]] | None = None,
+    config: CompilerConfig | None = None,
+) -> Callable[..., Any]:
+    """A backend with the given config (the article's ``config=`` and TorchAir's
+    ``compiler_config=`` are both accepted); ``custom_decompositions`` ({ATen op: function})
+    join torchair's decomposition table, as in TorchAir. The config is checked now
+    (NotBuiltError for what is not built) and read again at each compile."""
     cfg = compiler_config or config or CompilerConfig()
     if not isinstance(cfg, CompilerConfig):
         from torchair.errors import OptionError
 
         raise OptionError(1, "invalid argument", f"expected a torchair.CompilerConfig, got {type(cfg).__name__}")
-    cfg.check_built()
-    return functools.partial(_backend, config=cfg)
+    if custom_decompositions is not None and not isinstance(custom_decompositions, dict):
+        from torchair.errors import OptionError
+
+        raise OptionError(
+            1, "invalid argument", f"custom_decompositions must be a dict, got {type(custom_decompositions).__name__}"
+        )
+    cfg.effective()
+    return functools.partial(_backend, config=cfg, custom_decompositions=custom_decompositions)
 
 
 get_backend = get_npu_backend

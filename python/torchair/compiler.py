@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,7 +122,23 @@ def _compile_flags(config: CompilerConfig) -> int:
         flags |= _C.COMPILE_NO_MEMORY_REUSE
     if config.dynamic_graph_mode:
         flags |= _C.COMPILE_OP_BY_OP
+    if config.mode == "max-autotune":
+        flags |= _C.COMPILE_AUTOTUNE
     return flags
+
+
+def autotune_cache_path() -> str | None:
+    """Where mode='max-autotune' remembers its kernel choices: ``autotune-v1.tsv`` in
+    ``TORCHAIR_CACHE_DIR`` (default ``~/.cache/torchair``); None when ``TORCHAIR_CACHE=0``
+    or the directory cannot be made (the choices are then timed at every compile)."""
+    if os.environ.get("TORCHAIR_CACHE", "1") == "0":
+        return None
+    root = os.environ.get("TORCHAIR_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torchair")
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError:
+        return None
+    return os.path.join(root, "autotune-v1.tsv")
 
 
 def _disabled_passes(config: CompilerConfig) -> int:
@@ -192,9 +209,11 @@ def lower_subgraph(
     out_dtypes = [meta(r).dtype for r in results]
     L.g.outputs(outs)
     model = L.g.compile(
-        in_dtypes, out_dtypes, _empty, flags=_compile_flags(config), num_threads=0,
+        in_dtypes, out_dtypes, _empty, flags=_compile_flags(config),
+        num_threads=getattr(getattr(config, "extras", None), "num_threads", 0),
         fusion_threshold=config.fusion_threshold or 0,
         disabled_passes=_disabled_passes(config),
+        autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
     )
     all_tensors = len(tensor_args) == len(placeholders)
     return AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args)
@@ -224,6 +243,22 @@ def compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str = "fo
         return _compile_graph(gm, config, graph_kind)
 
 
+def _drop_short(partitions: list[Any], least: int | None, reasons: dict[Node, str]) -> list[Any]:
+    """Leaves partitions of fewer than ``least`` ops to eager (TorchAir's
+    experimental_config.static_model_ops_lower_limit), saying why."""
+    if not least:
+        return partitions
+    kept = []
+    for p in partitions:
+        ops = [n for n in p.nodes if n.op == "call_function" and not is_size_node(n)]
+        if len(ops) >= least:
+            kept.append(p)
+            continue
+        for n in ops:
+            reasons[n] = f"its stretch of {len(ops)} ops is shorter than static_model_ops_lower_limit={least}"
+    return kept
+
+
 def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> tuple[Any, CompileReport]:
     report = CompileReport(graph=graph_kind)
     # set by the backend: {argument position: the real tensor to freeze}, and
@@ -249,6 +284,7 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
         partitions = _split(partitions, order, limit)
     partitions = _size_nodes_follow_users(partitions)
+    partitions = _drop_short(partitions, getattr(getattr(config, "extras", None), "min_partition_ops", None), reasons)
     if graph_kind in ("forward", "backward"):
         partitions = _views_out_to_eager(gm, partitions)
     in_partition = {n for p in partitions for n in p.nodes}

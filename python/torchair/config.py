@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from torchair.configs.groups import GROUP_NAMES, TorchAirGroups
+from torchair.configs.outcomes import Extras, apply_tree
 from torchair.errors import NotBuiltError, OptionError
 
 
@@ -73,13 +75,25 @@ def valid_options() -> list[str]:
 class CompilerConfig:
     """The options of one torchair backend. Attribute names are the option
     names; setting an unknown attribute or a value of the wrong type raises
-    ``OptionError`` naming the option and listing the valid ones."""
+    ``OptionError`` naming the option and listing the valid ones.
+
+    It is also TorchAir's ``CompilerConfig`` (``torchair.configs.compiler_config``): its
+    groups (``config.debug``, ``config.experimental_config``, ...; torchair.configs.groups)
+    hold TorchAir's options, validated as TorchAir validates them, and what each does here
+    is torchair.configs.outcomes's table, applied by ``effective()``."""
 
     def __init__(self, **options: Any) -> None:
+        object.__setattr__(self, "_groups", TorchAirGroups())
         for name, opt in _OPTIONS.items():
             object.__setattr__(self, name, opt.default)
         for name, value in options.items():
             setattr(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for names that are not plain attributes: TorchAir's groups
+        if name in GROUP_NAMES:
+            return self.__dict__["_groups"].__dict__[name]
+        raise AttributeError(f"'CompilerConfig' object has no attribute {name!r}")
 
     # The article's form: config.compiler_config.max_static_subgraph_ops = 10
     @property
@@ -87,10 +101,16 @@ class CompilerConfig:
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name in GROUP_NAMES:
+            setattr(self._groups, name, value)
+            return
         opt = _OPTIONS.get(name)
         if opt is None:
             raise OptionError(
-                2, "invalid argument", f"unknown torchair option {name!r}; valid options: {', '.join(valid_options())}"
+                2,
+                "invalid argument",
+                f"unknown torchair option {name!r}; valid options: {', '.join(valid_options())}; "
+                f"TorchAir's groups: {', '.join(GROUP_NAMES)}",
             )
         # bool is an int in Python; an int option must not silently take True
         if not isinstance(value, opt.types) or (isinstance(value, bool) and bool not in opt.types):
@@ -101,7 +121,15 @@ class CompilerConfig:
         if name in ("fusion_threshold", "max_static_subgraph_ops") and value is not None and value < 1:
             raise OptionError(1, "invalid argument", f"option {name!r} must be at least 1, got {value}")
         if name == "mode" and value not in _MODES:
-            raise OptionError(1, "invalid argument", f"mode must be one of {_MODES[1:]}, got {value!r}")
+            from torchair.configs._option_base import TreeOptionError
+
+            # TorchAir's message (its config.mode is a leaf of its tree); "default" and None are torchair's too
+            raise TreeOptionError(
+                1,
+                "invalid argument",
+                f"Value {value!r} (type: {type(value)}) not in optional list ['max-autotune', 'reduce-overhead'] "
+                f"(torchair option 'mode'; None and 'default' are accepted too)",
+            )
         if name == "disabled_passes":
             value = _pass_names(value)
         if name == "mixed_precision" and value not in (None, "bf16", "fp16"):
@@ -124,12 +152,21 @@ class CompilerConfig:
                 "option 'dynamic_axes' is not built yet; use torch.compile(..., dynamic=True) "
                 "with enable_dynamic_shape=True",
             )
-        if self.mode == "max-autotune":
-            raise NotBuiltError(2, "unsupported", "mode 'max-autotune' is not built yet in this torchair")
         if self.weight_quantization is not None:
             raise NotBuiltError(
                 2, "unsupported", "option 'weight_quantization' is not built yet in this torchair (no int8/int4 kernels)"
             )
+
+    def effective(self) -> tuple[CompilerConfig, Extras]:
+        """The flat options a compile uses, with TorchAir's groups applied, and what only the
+        groups ask for; NotBuiltError for anything not built (the flat options' or a group's)."""
+        self.check_built()
+        flat = CompilerConfig(**self.as_dict())
+        extras = Extras(user_config=self)
+        apply_tree(self._groups, flat, extras)
+        flat.check_built()
+        object.__setattr__(flat, "extras", extras)
+        return flat, extras
 
     def __repr__(self) -> str:
         return f"CompilerConfig({', '.join(f'{k}={v!r}' for k, v in self.as_dict().items())})"

@@ -127,11 +127,20 @@ def profile(model: Any, *inputs: Any, runs: int = 10, options: dict[str, Any] | 
     return ExplainReport(recorder)
 
 
-def explain(model: Any, *inputs: Any, options: dict[str, Any] | None = None, **kwargs: Any) -> ExplainReport:
+def explain(
+    model: Any, *inputs: Any, options: dict[str, Any] | None = None, config: Any = None, **kwargs: Any
+) -> ExplainReport:
     """Compiles model with torchair, runs it once on inputs (under no_grad
-    unless the model is training) and returns the compile report."""
-    config = config_from(options, None)
-    config.check_built()
+    unless the model is training) and returns the compile report. The options
+    come from ``options`` (a dict) or ``config`` (a CompilerConfig, TorchAir's
+    groups included), not both."""
+    if config is not None and options is not None:
+        from torchair.errors import OptionError
+
+        raise OptionError(1, "invalid argument", "explain: give options= or config=, not both")
+    if config is None:
+        config = config_from(options, None)
+    config.effective()
     recorder: list[CompileReport] = []
 
     def backend(gm: Any, example_inputs: Any) -> Any:

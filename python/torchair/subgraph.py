@@ -88,9 +88,23 @@ class CompileReport:
                 counts[o] = counts.get(o, 0) + 1
             ops = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in counts.items())
             lines.append(f"  subgraph {s.name}: {len(s.ops)} ops, {status}: {ops}")
+            lines += [f"    {line}" for line in _autotune_lines(s.air_report)]
         for node, op, reason in self.fallbacks:
             lines.append(f"  fallback {node}: {op}: {reason}")
         return "\n".join(lines)
+
+
+def _autotune_lines(air_report: str) -> list[str]:
+    """The C report's autotune section (mode='max-autotune'): its summary and the steps whose
+    kernel the timing changed."""
+    lines = air_report.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("autotune:"):
+            j = i + 1
+            while j < len(lines) and lines[j].startswith("  step "):
+                j += 1
+            return [ln.strip() for ln in lines[i:j]]
+    return []
 
 
 class AirSubgraph:

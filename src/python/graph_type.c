@@ -211,12 +211,13 @@ static PyObject *Graph_verify(GraphObject *self, PyObject *unused)
 static PyObject *Graph_compile(GraphObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"in_dtypes", "out_dtypes", "empty", "flags", "num_threads", "fusion_threshold",
-				 "disabled_passes", NULL};
+				 "disabled_passes", "autotune_cache", NULL};
 	PyObject *in_dt, *out_dt, *empty;
 	unsigned int flags = 0, disabled = 0;
 	int nthreads = 0, fthresh = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|IiiI", kwlist, &in_dt, &out_dt, &empty, &flags, &nthreads,
-					 &fthresh, &disabled))
+	const char *cache = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|IiiIz", kwlist, &in_dt, &out_dt, &empty, &flags, &nthreads,
+					 &fthresh, &disabled, &cache))
 		return NULL;
 	air_compile_options o;
 	air_compile_options_init(&o);
@@ -224,6 +225,7 @@ static PyObject *Graph_compile(GraphObject *self, PyObject *args, PyObject *kw)
 	o.num_threads = nthreads;
 	o.fusion_threshold = fthresh;
 	o.disabled_passes = disabled;
+	o.autotune_cache = cache;
 	air_model *m = NULL;
 	air_status st;
 	Py_BEGIN_ALLOW_THREADS st = air_compile(self->g, &o, &m);
@@ -243,7 +245,8 @@ static PyMethodDef Graph_methods[] = {
 	{"value_info", (PyCFunction)Graph_value_info, METH_VARARGS, "value_info(value) -> (dtype, dims)"},
 	{"verify", (PyCFunction)Graph_verify, METH_NOARGS, "verify()"},
 	{"compile", (PyCFunction)(void (*)(void))Graph_compile, METH_VARARGS | METH_KEYWORDS,
-	 "compile(in_dtypes, out_dtypes, empty, flags=0, num_threads=0, fusion_threshold=0, disabled_passes=0) -> Model"},
+	 "compile(in_dtypes, out_dtypes, empty, flags=0, num_threads=0, fusion_threshold=0, disabled_passes=0, "
+	 "autotune_cache=None) -> Model"},
 	{NULL, NULL, 0, NULL},
 };
 

@@ -36,6 +36,8 @@ void air_model_destroy(air_model *m)
 	free(m->out_root);
 	free(m->report);
 	free(m->pass_log);
+	free(m->autotune_cache);
+	free(m->tune);
 	rt_pool_destroy(m->own_pool);
 	air_graph_destroy(m->g);
 	air_graph_destroy(m->before);
@@ -167,13 +169,22 @@ static air_status choose_kernels(air_model *m)
 		const_sources(g, n, src);
 		call.in_source = src;
 		call.low_memory = !(m->flags & AIR_COMPILE_NO_MEMORY_REUSE);
-		for (const k_kernel *const *k = kreg_fast_kernels(n->op); *k; k++) {
+		const k_kernel *cand[RT_TUNE_MAX];
+		int ncand = 0;
+		for (const k_kernel *const *k = kreg_fast_kernels(n->op); *k && ncand < RT_TUNE_MAX; k++) {
 			if (((*k)->isa & isa) != (*k)->isa)
 				continue;
 			if ((*k)->supports && !(*k)->supports(&call))
 				continue;
-			st->kernel = *k;
-			break;
+			cand[ncand++] = *k;
+			if (!m->tune)
+				break; /* the default rule: the first that accepts */
+		}
+		if (ncand)
+			st->kernel = cand[0];
+		if (m->tune && ncand > 1) {
+			AIR_TRY(rt_autotune_step(m, s, &call, cand, ncand, &m->tune[s]));
+			st->kernel = cand[m->tune[s].chosen];
 		}
 		if (st->kernel->prepare) {
 			call.pool = m->pool;
@@ -271,6 +282,13 @@ static air_status rt_compile(const air_graph *graph, const air_compile_options *
 		m->pool = m->own_pool;
 	} else {
 		m->pool = rt_pool_default();
+	}
+	if ((o->flags & AIR_COMPILE_AUTOTUNE) && !(o->flags & AIR_COMPILE_REFERENCE_KERNELS)) {
+		m->tune = calloc((size_t)m->n_steps + 1, sizeof *m->tune);
+		if (!m->tune)
+			return air_error(AIR_OUT_OF_MEMORY, "compile: no memory");
+		if (o->autotune_cache && !(m->autotune_cache = strdup(o->autotune_cache)))
+			return air_error(AIR_OUT_OF_MEMORY, "compile: no memory");
 	}
 	AIR_TRY(choose_kernels(m));
 	AIR_TRY(plan_aliases(m));

@@ -34,7 +34,26 @@ struct air_model {
 	 * whichever session gets the state from 0 to 1, readable at 2 */
 	_Atomic int run_mem_state;
 	air_memory_info run_mem;
+	char *autotune_cache;     /* AIR_COMPILE_AUTOTUNE's file, or NULL */
+	struct rt_tune_result *tune; /* per step, with AIR_COMPILE_AUTOTUNE; else NULL */
 };
+
+/* What the autotuner did for one step (autotune.c). */
+enum { RT_TUNE_MAX = 16 };
+typedef struct rt_tune_result {
+	bool tuned;      /* chosen by timing or from the cache (else: the default rule) */
+	bool from_cache;
+	int n;           /* candidates */
+	int chosen;      /* index among them; 0 is the default rule's choice */
+	const char *names[RT_TUNE_MAX];
+	uint64_t ns[RT_TUNE_MAX]; /* median run time; UINT64_MAX: failed; 0: not timed */
+	uint64_t tuning_ns;       /* spent timing this step */
+} rt_tune_result;
+
+/* Chooses among cand[0..ncand) (cand[0]: the default rule's choice) for step s by timing
+ * them on call (compile-time call: constants bound, sizes known), or from the cache. */
+air_status rt_autotune_step(air_model *m, int s, k_call *call, const k_kernel *const *cand, int ncand,
+			    rt_tune_result *res);
 
 /* The part of m the memory plan reads. */
 static inline mp_program rt_program(const air_model *m)

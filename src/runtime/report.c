@@ -264,6 +264,46 @@ static void add_memory(sbuf *s, const air_model *m, const air_memory_info *mem, 
 	add(s, "\n");
 }
 
+/* What mode='max-autotune' measured: one summary line, then every step whose kernel differs
+ * from the default rule's, with the times behind the choice. */
+static void add_autotune(sbuf *s, const air_model *m)
+{
+	if (!m->tune)
+		return;
+	int tuned = 0, cached = 0, changed = 0;
+	uint64_t ns = 0;
+	for (int k = 0; k < m->n_steps; k++) {
+		const rt_tune_result *t = &m->tune[k];
+		tuned += t->tuned && !t->from_cache;
+		cached += t->from_cache;
+		changed += t->tuned && t->chosen != 0;
+		ns += t->tuning_ns;
+	}
+	add(s, "autotune: %d steps timed, %d from the cache, %d changed from the default choice, %.1f ms spent\n",
+	    tuned, cached, changed, (double)ns / 1e6);
+	for (int k = 0; k < m->n_steps; k++) {
+		const rt_tune_result *t = &m->tune[k];
+		if (!t->tuned || t->chosen == 0)
+			continue;
+		add(s, "  step %d: %s instead of %s", k, t->names[t->chosen], t->names[0]);
+		if (t->from_cache) {
+			add(s, " (from the cache)\n");
+			continue;
+		}
+		const char *sep = " (";
+		for (int c = 0; c < t->n; c++) {
+			if (t->ns[c] == 0)
+				continue;
+			if (t->ns[c] == UINT64_MAX)
+				add(s, "%s%s failed", sep, t->names[c]);
+			else
+				add(s, "%s%s %.3f ms", sep, t->names[c], (double)t->ns[c] / 1e6);
+			sep = ", ";
+		}
+		add(s, "%s\n", sep[0] == ',' ? ")" : "");
+	}
+}
+
 air_status rt_model_report(air_model *m)
 {
 	sbuf s = {0};
@@ -327,6 +367,7 @@ air_status rt_model_report(air_model *m)
 		add(&s, "\n");
 	}
 	free(inplace);
+	add_autotune(&s, m);
 	add_memory(&s, m, &m->mem, true);
 	if (s.oom) {
 		free(s.buf);

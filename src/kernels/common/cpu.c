@@ -3,6 +3,7 @@
 #include "kernels/common/cpu.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,4 +120,25 @@ const char *kcpu_isa_name(void)
 	if (f & KCPU_AVX2)
 		return "avx2";
 	return "scalar";
+}
+
+void kcpu_brand(char *buf, size_t size)
+{
+	if (!buf || size == 0)
+		return;
+	snprintf(buf, size, "unknown");
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned r[12];
+	if (__get_cpuid_max(0x80000000u, NULL) < 0x80000004u)
+		return;
+	for (unsigned i = 0; i < 3; i++)
+		__cpuid(0x80000002u + i, r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
+	char s[49];
+	memcpy(s, r, 48);
+	s[48] = 0;
+	const char *p = s;
+	while (*p == ' ')
+		p++;
+	snprintf(buf, size, "%s", p);
+#endif
 }

@@ -2,6 +2,8 @@
 #ifndef AIR_KERNELS_COMMON_CPU_H
 #define AIR_KERNELS_COMMON_CPU_H
 
+#include <stddef.h>
+
 enum {
 	KCPU_AVX2 = 1u << 0, /* AVX2 + FMA3 (+ OS support for YMM state) */
 	KCPU_AVX512F = 1u << 1,
@@ -33,5 +35,9 @@ unsigned kcpu_detected(void);
 /* A short name of the widest ISA in kcpu_features(): "amx" (AVX-512 with
  * AMX, which the GEMM uses), "avx512", "avx2" or "scalar". */
 const char *kcpu_isa_name(void);
+
+/* The CPU's brand string from CPUID ("AMD EPYC 9R14 ..."), or "unknown";
+ * always terminated. What the autotuner's cache is keyed by, with the ISA. */
+void kcpu_brand(char *buf, size_t size);
 
 #endif

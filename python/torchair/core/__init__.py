@@ -1,0 +1,1 @@
+"""``torchair.core``: TorchAir's module path for its logger (``torchair.core.utils.logger``)."""
