@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--warm-cache",
         action="store_true",
-        help="keep Inductor's on-disk cache (default: a fresh one, so first-call times are cold compiles)",
+        help="keep Inductor's and torchair's autotune caches (default: fresh ones, so first-call times are cold compiles)",
     )
     p.add_argument(
         "--max-minutes",
@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.warm_cache:
         cache_tmp = tempfile.TemporaryDirectory(prefix="torchair-bench-inductor-")
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_tmp.name
+        os.environ["TORCHAIR_CACHE_DIR"] = cache_tmp.name  # max-autotune's choices: tuned cold
 
     import torch
 

@@ -15,6 +15,11 @@
                        Inductor's counters for folded or prepacked weights
                        (``freezing_evidence``).
 ``torchair``           ``torch.compile(m, backend="torchair")``
+``torchair_autotune``  ``torch.compile(m, backend="torchair", mode="max-autotune")``: kernels
+                       timed at compile time (not in the default set; ``--modes`` names it).
+                       Its choices are cached in ``TORCHAIR_CACHE_DIR``, which the bench points
+                       at a fresh directory unless ``--warm-cache``, so the first call is a cold
+                       tuning.
 ``openvino``           ``torch.compile(m, backend="openvino", options={"aot_autograd": True})``
                        after ``import openvino.torch``: OpenVINO's default precision, which is
                        bf16 inside on CPUs with AMX or AVX512-BF16 (the run records the
@@ -38,7 +43,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-MODES: tuple[str, ...] = ("eager", "inductor", "inductor_freezing", "torchair", "openvino", "openvino_f32")
+MODES: tuple[str, ...] = (
+    "eager",
+    "inductor",
+    "inductor_freezing",
+    "torchair",
+    "torchair_autotune",
+    "openvino",
+    "openvino_f32",
+)
 
 # Modes whose arithmetic is not fp32 by design: their accuracy is measured and reported,
 # but not judged by the fp32 rule (a bf16 result fails it by construction).
@@ -204,6 +217,10 @@ def compile_mode(mode: str, model: Any, same_process: bool = False) -> Compiled:
         return _inductor_freezing(model, same_process)
     if mode == "torchair":
         return _torchair(model)
+    if mode == "torchair_autotune":
+        import torchair  # noqa: F401  (registers the backend when not installed as a package)
+
+        return Compiled(torch.compile(model, backend="torchair", mode="max-autotune"))
     if mode in ("openvino", "openvino_f32"):
         return _openvino(model, f32=mode == "openvino_f32")
     raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
