@@ -9,26 +9,13 @@ hand-written forms stay."""
 import torch
 import torch.nn.functional as F
 import torchair
-import torchair.backend
 from torch import nn
 from torchair.configs.compiler_config import CompilerConfig
 
 NAME = "11_register_replacement"
 device = torch.device("cpu")  # "npu" with torch_npu on Ascend
 
-# torchair's report of every graph it compiles while this script runs, to check that it compiled
-# something (the hook tests/python/test_api.py's `reports` fixture uses)
-REPORTS = []
-_compile_graph = torchair.backend.compile_graph
-
-
-def _recording_compile_graph(*args, **kwargs):
-    compiled, report = _compile_graph(*args, **kwargs)
-    REPORTS.append(report)
-    return compiled, report
-
-
-torchair.backend.compile_graph = _recording_compile_graph
+from compat_check import REPORTS  # torchair's report of every graph compiled here (compat_check.py)
 
 
 def manual_softmax(x):

@@ -7,7 +7,6 @@ decomposed ops instead of hardswish and gelu (seen by a post_grad_custom_pre_pas
 import torch
 import torch.nn.functional as F
 import torchair
-import torchair.backend
 from torch import nn
 from torch._decomp import get_decompositions
 from torchair.configs.compiler_config import CompilerConfig
@@ -16,19 +15,7 @@ NAME = "12_custom_decompositions"
 device = torch.device("cpu")  # "npu" with torch_npu on Ascend
 aten = torch.ops.aten
 
-# torchair's report of every graph it compiles while this script runs, to check that it compiled
-# something (the hook tests/python/test_api.py's `reports` fixture uses)
-REPORTS = []
-_compile_graph = torchair.backend.compile_graph
-
-
-def _recording_compile_graph(*args, **kwargs):
-    compiled, report = _compile_graph(*args, **kwargs)
-    REPORTS.append(report)
-    return compiled, report
-
-
-torchair.backend.compile_graph = _recording_compile_graph
+from compat_check import REPORTS  # torchair's report of every graph compiled here (compat_check.py)
 
 calls = []
 

@@ -8,7 +8,6 @@ import sys
 
 import torch
 import torchair
-import torchair.backend
 from torchair.configs.compiler_config import CompilerConfig
 
 NAME = "18_hf_bert_model"
@@ -20,19 +19,7 @@ except ImportError:
     print(f"transformers is not installed: skipped\nCOMPAT OK {NAME}")
     sys.exit(0)
 
-# torchair's report of every graph it compiles while this script runs, to check that it compiled
-# something (the hook tests/python/test_api.py's `reports` fixture uses)
-REPORTS = []
-_compile_graph = torchair.backend.compile_graph
-
-
-def _recording_compile_graph(*args, **kwargs):
-    compiled, report = _compile_graph(*args, **kwargs)
-    REPORTS.append(report)
-    return compiled, report
-
-
-torchair.backend.compile_graph = _recording_compile_graph
+from compat_check import REPORTS  # torchair's report of every graph compiled here (compat_check.py)
 
 
 def batch(b, s, gen):
