@@ -8,7 +8,7 @@ See README.md and docs/ for the options, the compile report and the design.
 from __future__ import annotations
 
 from torchair import _C
-from torchair import configs, ge, inference, ops  # noqa: F401  (TorchAir's submodules)
+from torchair import configs, ge, inference, ops, scope  # noqa: F401  (TorchAir's submodules)
 from torchair.backend import get_backend, get_npu_backend, torchair_backend
 from torchair.config import CompilerConfig, get_npu_backend_config, valid_options
 from torchair.core.utils import logger
@@ -54,6 +54,7 @@ __all__ = [
     "configs",
     "inference",
     "ops",
+    "scope",
     "ge",
     "set_num_threads",
     "get_num_threads",

@@ -252,6 +252,11 @@ def _backend(
         raise NotBuiltError(
             2, "unsupported", "the graph has symbolic shapes but enable_dynamic_shape=False; compile with dynamic=False"
         )
+    from torchair import _C
+    from torchair.scope import strip_scopes
+
+    threads = _C.get_num_threads()
+    strip_scopes(gm, min(threads, extras.num_threads) if extras.num_threads > 0 else threads)
     candidates = _frozen_candidates(gm, example_inputs) if config.freezing is not False else {}
     direct = _Direct()
     wrapped = aot_autograd(

@@ -117,6 +117,17 @@ API: dict[str, Outcome] = {
     "torchair.ops.npu_create_tagged_event, npu_tagged_event_record/wait, npu_record_tagged_stream": Outcome(
         "not_built", "NPU events"
     ),
+    "torchair.scope.npu_stream_switch(tag, priority), torchair.scope.npu_wait_tensor(t, dep)": Outcome(
+        "cpu", "one stream runs the graph in program order: every wait is already met, nothing runs concurrently"
+    ),
+    "torchair.scope.super_kernel(scope, options)": Outcome("cpu", "a compiled graph is already one native call, no per-op launch"),
+    "torchair.scope.op_never_timeout(enable)": Outcome("cpu", "CPU kernels have no execution timeout"),
+    "torchair.scope.limit_core_num(aicore, vectorcore)": Outcome(
+        "cpu",
+        "met when the cap is at least torchair's thread count; a smaller cap needs per-op thread caps: NotBuiltError at "
+        "compile time",
+    ),
+    "torchair.scope.profiler_trace(index, mode)": Outcome("not_built", "NPU profiler timestamps"),
     "torch.compile(..., mode='max-autotune')": Outcome(
         "built",
         "every step that more than one kernel can run (conv algorithms, GEMM packings, row kernels) is timed on this "

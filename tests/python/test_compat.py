@@ -21,20 +21,6 @@ SCRIPTS = sorted(COMPAT.glob("[0-9][0-9]_*.py"))
 # script name -> (the torchair bug it trips over, text its failure output must contain);
 # tests/compat/README.md has the reproductions. A script that fails in some other way fails here.
 XFAIL = {
-    "28_weight_sync_param_data": (
-        (
-            "stale results after param.data.copy_(new): the freezing guard (identity, _version, data_ptr) misses writes "
-            "through .data, and inference graphs are frozen even with frozen_parameter False (TorchAir's default)"
-        ),
-        "(stale weights)",
-    ),
-    "29_scope_multistream_moe": (
-        (
-            "torchair.scope (npu_stream_switch, npu_wait_tensor, limit_core_num, super_kernel) does not exist: "
-            "ModuleNotFoundError at import"
-        ),
-        "No module named 'torchair.scope'",
-    ),
 }
 
 

@@ -206,7 +206,17 @@ def _data_assign(m):
     m.fc.bias.data = torch.full_like(m.fc.bias, 3.0)
 
 
-_CHANGES = [_inplace, _inplace_conv, _replace, _load_state_dict, _bn_stats, _data_assign]
+def _data_copy(m):
+    # weight loaders and RL weight sync: no version counter sees this write
+    torch.manual_seed(3)
+    m.conv.weight.data.copy_(torch.randn_like(m.conv.weight))
+
+
+def _data_scale(m):
+    m.fc.weight.data.mul_(-2.0)
+
+
+_CHANGES = [_inplace, _inplace_conv, _replace, _load_state_dict, _bn_stats, _data_assign, _data_copy, _data_scale]
 
 
 @pytest.mark.parametrize("change", _CHANGES, ids=[c.__name__.strip("_") for c in _CHANGES])
