@@ -272,11 +272,13 @@ def _backend(
     # (a wrapper, a fake) is flattened or handled by its wrapper
     has_state = any(True for _ in gm.parameters()) or any(True for _ in gm.buffers())
     plain = all(type(x) in (torch.Tensor, torch.nn.Parameter, int, float, bool, torch.SymInt) for x in example_inputs)
+    from torchair.inference import gear_check
+
     if direct.forward is None or has_state or not plain:
-        return wrapped
+        return gear_check(example_inputs, wrapped)
     assert direct.report is not None
     direct.report.direct_call = True
-    return _direct_call(direct.forward, wrapped, direct.marks)
+    return gear_check(example_inputs, _direct_call(direct.forward, wrapped, direct.marks))
 
 
 def _direct_call(

@@ -239,10 +239,40 @@ def test_set_dim_gears_compiles_once_for_every_gear():
         set_dim_gears(x, {0: [4, 8, 16]})
         torch.testing.assert_close(fn(x), torch.relu(x) * 2)
     assert counters["stats"]["unique_graphs"] == 1
-    with pytest.raises(ValueError, match="gears size at least 2"):
+    # a size between gears is refused, as TorchAir's guard refuses it (one outside their range
+    # fails dynamo's guard and compiles a graph of its own, as under TorchAir)
+    for n in (5, 12):
+        with pytest.raises(AssertionError, match=rf"The index {n} of the current tensor shape is not within the range \[4, 8, 16\]"):
+            fn(torch.randn(n, 3))
+    with pytest.raises(ValueError, match=r"must be in range \[2, 100\], but got 1"):
         set_dim_gears(torch.randn(4, 3), {0: [4]})
+    with pytest.raises(ValueError, match=r"must be in range \[2, 100\], but got 101"):
+        set_dim_gears(torch.randn(4, 3), {0: list(range(1, 102))})
     with pytest.raises(ValueError, match="not a dim"):
         set_dim_gears(torch.randn(4, 3), {2: [4, 8]})
+    with pytest.raises(ValueError, match="at least 1"):
+        set_dim_gears(torch.randn(4, 3), {0: [0, 4]})
+    x = torch.randn(4, 3)
+    set_dim_gears(x, {0: [4, 8]})
+    set_dim_gears(x, {0: [4, 8]})  # the same gears again: allowed
+    with pytest.raises(ValueError, match="already has other dim gears"):
+        set_dim_gears(x, {0: [4, 16]})
+
+
+def test_set_dim_gears_with_a_gear_of_one():
+    """Gear 1 is allowed (TorchAir allows it); dynamo specializes size 1, so it gets a graph of
+    its own and the other gears share one."""
+    from torchair.inference import set_dim_gears
+
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    fn = torch.compile(lambda x: x.softmax(-1) + 1, backend="torchair")
+    for n in (2, 1, 8, 1):
+        x = torch.randn(n, 5)
+        set_dim_gears(x, {0: [1, 2, 8]})
+        torch.testing.assert_close(fn(x), x.softmax(-1) + 1)
+    assert counters["stats"]["unique_graphs"] == 2
 
 
 def test_npu_print_prints_in_order_from_a_compiled_graph(capfd):
