@@ -1,4 +1,5 @@
-"""The machine's fp32 FMA peak, measured by compiling and running bench/peak_probe.c."""
+"""The machine's fp32 FMA peak and memory read bandwidth, measured by compiling and running
+bench/peak_probe.c."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ class Peak:
     error: str | None = None
     # what torchair's own kernels run with (torchair._C.isa(): amx, avx512, ...)
     torchair_isa: str | None = None
+    # memory read bandwidth, GB/s (1e9 bytes): the floor of LLM decode
+    read_gbs_1thread: float | None = None
+    read_gbs_nthreads: float | None = None
 
     def gflops(self, threads: int) -> float | None:
         """Peak for the given thread count (the 1-thread figure scaled if not measured)."""
@@ -64,6 +68,8 @@ def measure_peak(threads: int, seconds: float = 0.6) -> Peak:
         isa=out[1].get("isa", "?"),
         gflops_1thread=float(out[1]["gflops"]),
         gflops_nthreads=float(out[threads]["gflops"]),
+        read_gbs_1thread=float(out[1]["read_gbs"]) if "read_gbs" in out[1] else None,
+        read_gbs_nthreads=float(out[threads]["read_gbs"]) if "read_gbs" in out[threads] else None,
         threads=threads,
         compiler=" ".join(build[:-3]),
         torchair_isa=_torchair_isa(),

@@ -1,8 +1,10 @@
-/* Measures this machine's fp32 FMA peak: independent FMA chains kept in registers,
- * one copy per thread (pthreads). Built by bench/peak.py with `cc -O2 -march=native`.
+/* Measures this machine's fp32 FMA peak (independent FMA chains kept in registers, one
+ * copy per thread) and its memory read bandwidth (each thread sums its own share of a
+ * 1 GiB buffer, far larger than any cache: what LLM decode, which reads every weight once
+ * a token, is bound by). pthreads. Built by bench/peak.py with `cc -O2 -march=native`.
  *
  * usage: peak_probe THREADS SECONDS
- * prints: isa=<name> threads=<n> gflops=<total GFLOP/s>
+ * prints: isa=<name> threads=<n> gflops=<total GFLOP/s> read_gbs=<total GB/s>
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -101,6 +103,65 @@ static double run(int n, long outer, float *sink) {
     return now() - t0;
 }
 
+/* ---- read bandwidth ---- */
+
+#define BW_BYTES ((size_t)1 << 30)
+
+struct bw_job {
+    const float *p;
+    size_t n;      /* floats */
+    float result;
+};
+
+static void *bw_worker(void *arg) {
+    struct bw_job *j = arg;
+    vec s0 = VSET(0.0f), s1 = VSET(0.0f), s2 = VSET(0.0f), s3 = VSET(0.0f);
+    for (size_t i = 0; i + 4 * LANES <= j->n; i += 4 * LANES) {
+#if LANES == 16
+        s0 = VADD(s0, _mm512_loadu_ps(j->p + i));
+        s1 = VADD(s1, _mm512_loadu_ps(j->p + i + 16));
+        s2 = VADD(s2, _mm512_loadu_ps(j->p + i + 32));
+        s3 = VADD(s3, _mm512_loadu_ps(j->p + i + 48));
+#elif LANES == 8
+        s0 = VADD(s0, _mm256_loadu_ps(j->p + i));
+        s1 = VADD(s1, _mm256_loadu_ps(j->p + i + 8));
+        s2 = VADD(s2, _mm256_loadu_ps(j->p + i + 16));
+        s3 = VADD(s3, _mm256_loadu_ps(j->p + i + 24));
+#else
+        s0 += j->p[i]; s1 += j->p[i + 1]; s2 += j->p[i + 2]; s3 += j->p[i + 3];
+#endif
+    }
+    j->result = VSUM(VADD(VADD(s0, s1), VADD(s2, s3)));
+    return NULL;
+}
+
+/* Best of `reps` passes over the buffer on n threads, in GB/s (1e9 bytes); -1 on error. */
+static double read_bandwidth(int n, int reps, float *sink) {
+    float *buf = malloc(BW_BYTES);
+    if (!buf) return -1.0;
+    size_t total = BW_BYTES / sizeof(float);
+    for (size_t i = 0; i < total; i++) buf[i] = (float)(i & 7);  /* also faults every page in */
+    pthread_t tid[256];
+    struct bw_job jobs[256];
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        for (int t = 0; t < n; t++) {
+            jobs[t].p = buf + total / (size_t)n * (size_t)t;
+            jobs[t].n = total / (size_t)n;
+            if (pthread_create(&tid[t], NULL, bw_worker, &jobs[t]) != 0) { free(buf); return -1.0; }
+        }
+        for (int t = 0; t < n; t++) {
+            pthread_join(tid[t], NULL);
+            *sink += jobs[t].result;
+        }
+        double dt = now() - t0;
+        if (dt < best) best = dt;
+    }
+    free(buf);
+    return (double)BW_BYTES / best * 1e-9;
+}
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 1;
     double seconds = argc > 2 ? atof(argv[2]) : 0.5;
@@ -131,6 +192,7 @@ int main(int argc, char **argv) {
         if (dt < best) best = dt;
     }
     double flops = 2.0 * LANES * CHAINS * (double)INNER * (double)outer * (double)n;
-    printf("isa=%s threads=%d gflops=%.2f sink=%g\n", ISA, n, flops / best * 1e-9, (double)sink);
+    double gbs = read_bandwidth(n, 5, &sink);
+    printf("isa=%s threads=%d gflops=%.2f read_gbs=%.2f sink=%g\n", ISA, n, flops / best * 1e-9, gbs, (double)sink);
     return 0;
 }

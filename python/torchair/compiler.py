@@ -24,6 +24,7 @@ from torchair.config import CompilerConfig
 from torchair.errors import TorchairError, Unsupported
 from torchair.frozen import FrozenGraph
 from torchair.lowering import AVAILABLE_OUTPUTS, LOWERINGS, Lowerer, meta
+from torchair.lowering.core import LOW_PRECISION, storage_dtype
 from torchair.partition import (
     _eager_views,
     _one_user_per_size_node,
@@ -156,6 +157,7 @@ def lower_subgraph(
     in frozen is lowered as a borrowed constant (no copy) of the given tensor
     instead of an input."""
     L = Lowerer()
+    L.mixed_precision = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.mixed_precision or "")
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     tensor_args: list[int] = []
     in_dtypes: list[torch.dtype] = []
@@ -166,7 +168,7 @@ def lower_subgraph(
         val = meta(outer)
         if frozen and outer in frozen:
             ph.meta["val"] = val
-            L.env[ph] = L.add_constant(frozen[outer])
+            L.bind_constant(ph, frozen[outer])
             frozen_used.append(outer)
         elif isinstance(val, torch.Tensor):
             ph.meta["val"] = val
@@ -196,17 +198,19 @@ def lower_subgraph(
             t = getattr(sub, n.target)
             if not isinstance(t, torch.Tensor):
                 raise Unsupported(f"attribute {n.target} is not a tensor")
-            L.env[n] = L.add_constant(t)
+            L.bind_constant(n, t)
             continue
         if is_size_node(n):  # its users take sizes from meta
             continue
-        L.env[n] = LOWERINGS[n.target](L, n)
+        L.bind(n, LOWERINGS[n.target](L, n))
     assert out_node is not None
     result = out_node.args[0]
     single = not isinstance(result, (tuple, list))
     results = [result] if single else list(result)
-    outs = [L.value(r) for r in results]
     out_dtypes = [meta(r).dtype for r in results]
+    # 16-bit outputs are computed in f32 (lowering/core.py: LOW_PRECISION)
+    outs = [L.node("cast", [L.value(r)], {"dtype": storage_dtype(dt)}) if dt in LOW_PRECISION else L.value(r)
+            for r, dt in zip(results, out_dtypes)]
     L.g.outputs(outs)
     model = L.g.compile(
         in_dtypes, out_dtypes, _empty, flags=_compile_flags(config),

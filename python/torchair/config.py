@@ -143,8 +143,6 @@ class CompilerConfig:
 
     def check_built(self) -> None:
         """Refuses options whose feature is not built yet (never ignores them)."""
-        if self.mixed_precision is not None:
-            raise NotBuiltError(2, "unsupported", "option 'mixed_precision' is not built yet in this torchair")
         if self.dynamic_axes is not None:
             raise NotBuiltError(
                 2,

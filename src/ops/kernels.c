@@ -11,6 +11,7 @@
 #include "kernels/conv/conv_patches.h"
 #include "kernels/elementwise/elementwise_fast.h"
 #include "kernels/elementwise/fused_fast.h"
+#include "kernels/matmul/linear_lowp.h"
 #include "kernels/matmul/linear_rows.h"
 #include "kernels/matmul/matmul_fast.h"
 #include "kernels/norm/rowops_fast.h"
@@ -23,7 +24,7 @@
 static const k_kernel *const none[] = {NULL};
 static const k_kernel *const mm[] = {&kfast_mm_packed, &kfast_mm, NULL};
 static const k_kernel *const addmm[] = {&kfast_addmm_packed, &kfast_addmm, NULL};
-static const k_kernel *const linear[] = {&kfast_linear_rows, &kfast_linear_packed, &kfast_linear, NULL};
+static const k_kernel *const linear[] = {&kfast_linear_lowp_w, &kfast_linear_rows, &kfast_linear_packed, &kfast_linear, NULL};
 static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
 static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, NULL};
 static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/common/half.h"
 #include "op_harness.h"
 
 static double tol_for(air_dtype dt)
@@ -246,6 +247,61 @@ static void test_linear(void)
 	args[1].constant = 1;
 	check_op("linear 1-D x", "linear", args, 2, NULL, 0, 1, (int64_t[]){4}, want, mag, 3e-5);
 	free(x), free(w), free(xb), free(wb);
+}
+
+/* linear with a bf16 or f16 weight and an f32 x (kernels/matmul/linear_lowp.h):
+ * x's values are made representable in the weight's type, so the kernel's
+ * rounding of x changes nothing and the double sum is the exact answer. */
+static void test_linear_lowp(void)
+{
+	static const int64_t sizes[][3] = {{1, 1, 1}, {1, 64, 96}, {5, 33, 7}, {0, 8, 3}, {37, 130, 70}, {6, 0, 4}};
+	for (int wti = 0; wti < 2; wti++) {
+		air_dtype wt = wti ? AIR_F16 : AIR_BF16;
+		for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+			int64_t M = sizes[c][0], K = sizes[c][1], N = sizes[c][2];
+			double *x = th_values(M * K, AIR_F32), *w = th_values(N * K, AIR_F32), *bias = th_values(N, AIR_F32);
+			float *xf = malloc(sizeof(float) * (size_t)(M * K + 1)), *bf = malloc(sizeof(float) * (size_t)(N + 1));
+			uint16_t *wh = malloc(sizeof(uint16_t) * (size_t)(N * K + 1));
+			for (int64_t i = 0; i < M * K; i++) {
+				uint16_t h = wti ? k_f32_to_f16((float)x[i]) : k_f32_to_bf16((float)x[i]);
+				xf[i] = wti ? k_f16_to_f32(h) : k_bf16_to_f32(h);
+				x[i] = xf[i];
+			}
+			for (int64_t i = 0; i < N * K; i++) {
+				wh[i] = wti ? k_f32_to_f16((float)w[i]) : k_f32_to_bf16((float)w[i]);
+				w[i] = wti ? k_f16_to_f32(wh[i]) : k_bf16_to_f32(wh[i]);
+			}
+			for (int64_t i = 0; i < N; i++)
+				bf[i] = (float)bias[i], bias[i] = bf[i];
+			double *want = malloc(sizeof(double) * (size_t)(M * N + 1));
+			double *mag = malloc(sizeof(double) * (size_t)(M * N + 1));
+			for (int has_bias = 0; has_bias < 2; has_bias++)
+				for (int wconst = 0; wconst < 2; wconst++) {
+					expect_linear(M, N, K, x, w, has_bias ? bias : NULL, want, mag);
+					th_arg args[3] = {th_make(AIR_F32, xf, 2, (int64_t[]){M, K}),
+							  th_make(wt, wh, 2, (int64_t[]){N, K}),
+							  th_make(AIR_F32, bf, 1, (int64_t[]){N})};
+					args[1].constant = wconst;
+					args[2].constant = wconst;
+					air_attr attrs[1] = {th_int("has_bias", has_bias)};
+					char label[128];
+					snprintf(label, sizeof label, "linear %s weight %lldx%lldx%lld bias %d const %d",
+						 air_dtype_name(wt), (long long)M, (long long)K, (long long)N, has_bias, wconst);
+					check_op(label, "linear", args, 2 + has_bias, attrs, 1, 2, (int64_t[]){M, N}, want, mag,
+						 3e-5);
+				}
+			free(x), free(w), free(bias), free(xf), free(bf), free(wh), free(want), free(mag);
+		}
+	}
+	/* with a 16-bit weight everything else must be f32 */
+	float xf[6] = {0};
+	double bd[3] = {0};
+	uint16_t wh[6] = {0};
+	th_arg bad[3] = {th_make(AIR_F32, xf, 2, (int64_t[]){3, 2}), th_make(AIR_BF16, wh, 2, (int64_t[]){3, 2}),
+			 th_make(AIR_F64, bd, 1, (int64_t[]){3})};
+	th_expect_build_error("linear", bad, 3, NULL, 0, AIR_DTYPE_MISMATCH, "linear bf16 weight, f64 bias");
+	th_arg both16[2] = {th_make(AIR_BF16, wh, 2, (int64_t[]){3, 2}), th_make(AIR_BF16, wh, 2, (int64_t[]){3, 2})};
+	th_expect_build_error("linear", both16, 2, NULL, 0, AIR_UNSUPPORTED, "linear bf16 x and weight");
 }
 
 /* One model with a symbolic batch dim, run at several sizes, for each op
@@ -667,6 +723,7 @@ int main(void)
 	test_bmm();
 	test_addmm();
 	test_linear();
+	test_linear_lowp();
 	test_linear_epilogue();
 	test_symbolic_batch();
 	test_sdpa();

@@ -158,8 +158,8 @@ def test_config_object_validates_like_options():
 
 
 def test_config_with_unbuilt_feature_is_refused_at_get_npu_backend():
-    config = torchair.CompilerConfig(mixed_precision="bf16")
-    with pytest.raises(torchair.NotBuiltError, match="mixed_precision"):
+    config = torchair.CompilerConfig(weight_quantization="int8")
+    with pytest.raises(torchair.NotBuiltError, match="weight_quantization"):
         torchair.get_npu_backend(compiler_config=config)
 
 

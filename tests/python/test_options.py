@@ -138,13 +138,11 @@ def test_bad_mode_through_torch_compile():
 @pytest.mark.parametrize(
     "kwargs, named",
     [
-        ({"options": {"mixed_precision": "bf16"}}, "mixed_precision"),
-        ({"options": {"mixed_precision": "fp16"}}, "mixed_precision"),
         ({"options": {"dynamic_axes": {"x": {0: "batch"}}}}, "dynamic_axes"),
         ({"options": {"weight_quantization": "int8"}}, "weight_quantization"),
         ({"options": {"weight_quantization": "int4"}}, "weight_quantization"),
     ],
-    ids=["bf16", "fp16", "dynamic_axes", "int8", "int4"],
+    ids=["dynamic_axes", "int8", "int4"],
 )
 def test_unbuilt_feature_is_refused(kwargs, named):
     inner = _compile_error(_chain, torch.randn(3), **kwargs)
@@ -154,11 +152,11 @@ def test_unbuilt_feature_is_refused(kwargs, named):
 
 
 def test_unbuilt_feature_refused_by_explain_and_get_npu_backend():
-    with pytest.raises(torchair.NotBuiltError, match="mixed_precision"):
-        torchair.explain(_chain, torch.randn(3), options={"mixed_precision": "bf16"})
+    with pytest.raises(torchair.NotBuiltError, match="weight_quantization"):
+        torchair.explain(_chain, torch.randn(3), options={"weight_quantization": "int8"})
     config = torchair.get_npu_backend_config()
-    config.compiler_config.mixed_precision = "fp16"
-    with pytest.raises(torchair.NotBuiltError, match="mixed_precision"):
+    config.compiler_config.weight_quantization = "int4"
+    with pytest.raises(torchair.NotBuiltError, match="weight_quantization"):
         torchair.get_npu_backend(config=config)
 
 

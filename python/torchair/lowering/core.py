@@ -43,11 +43,29 @@ def meta(node: Any) -> Any:
     return node.meta.get("val") if isinstance(node, Node) else None
 
 
-def air_dtype(dtype: torch.dtype) -> int:
+# 16-bit floats are storage types in libair graphs: a value of one is widened
+# to f32 where it enters (an input, a constant a generic op reads) and
+# narrowed where it leaves (an output), and every op in between computes in
+# f32. Only weights stay 16-bit inside, read in place by the products that
+# take them (lowering/lowp.py). So every lowering asks for f32 where a node's
+# dtype is bf16/f16 (air_dtype), and only inputs, constants and outputs see
+# the stored type (storage_dtype).
+LOW_PRECISION = (torch.bfloat16, torch.float16)
+
+# returned by a lowering that defers its node (Lowerer.lazy)
+LAZY = object()
+
+
+def storage_dtype(dtype: torch.dtype) -> int:
     code = TORCH_TO_AIR.get(dtype)
     if code is None:
         raise Unsupported(f"dtype {dtype} is not supported")
     return code
+
+
+def air_dtype(dtype: torch.dtype) -> int:
+    """The dtype a lowered op computes in for a node of this dtype."""
+    return storage_dtype(torch.float32 if dtype in LOW_PRECISION else dtype)
 
 
 class Lowerer:
@@ -62,6 +80,20 @@ class Lowerer:
         # bound as symbols of their own: see bind_symbols
         self.composites: dict[sympy.Expr, int] = {}
         self._scalar_cache: dict[tuple[Any, int], Value] = {}
+        # low precision (see LOW_PRECISION): the 16-bit value of a node whose
+        # env value is (or will be) its f32 widening
+        self.raw: dict[Node, Value] = {}
+        # nodes lowered on first use only (a 16-bit weight's f32 widening,
+        # its transpose): thunk giving the value
+        self.lazy: dict[Node, Callable[[], Value]] = {}
+        # frozen tensors lowered as constants, by node (mixed precision
+        # converts weights from them)
+        self.const_tensors: dict[Node, torch.Tensor] = {}
+        # a transposed 2-D weight -> its 16-bit value in [N, K] layout, for
+        # the products that read it in place (lowering/lowp.py)
+        self.weight_t: dict[Node, Value] = {}
+        self.mixed_precision: torch.dtype | None = None
+        self._mixed_cache: dict[tuple[Node, torch.dtype], Value] = {}
 
     # ---- symbolic sizes -------------------------------------------------
 
@@ -163,20 +195,42 @@ class Lowerer:
         if val.device.type != "cpu":
             raise Unsupported(f"input {node.name} is on {val.device}")
         self.bind_symbols(val.shape, node.name)
-        v = self.g.input(air_dtype(val.dtype), self.dims(val.shape), node.name)
+        v = self.g.input(storage_dtype(val.dtype), self.dims(val.shape), node.name)
+        if val.dtype in LOW_PRECISION:
+            self.raw[node] = v
+            v = self.node("cast", [v], {"dtype": air_dtype(val.dtype)})
         self.env[node] = v
         return v
 
     def add_constant(self, tensor: torch.Tensor) -> Value:
+        """A borrowed constant of the tensor's own dtype (16-bit included)."""
         if tensor.device.type != "cpu":
             raise Unsupported(f"constant on {tensor.device}")
         t = tensor.detach()
         if not t.is_contiguous():
             t = t.contiguous()
-        return self.g.constant(t.data_ptr(), air_dtype(t.dtype), list(t.shape), t, True)
+        return self.g.constant(t.data_ptr(), storage_dtype(t.dtype), list(t.shape), t, True)
+
+    def bind_constant(self, node: Node, tensor: torch.Tensor) -> None:
+        """node's value is the tensor, borrowed; a 16-bit one is widened to
+        f32 only if a generic op reads it."""
+        v = self.add_constant(tensor)
+        self.const_tensors[node] = tensor
+        if tensor.dtype in LOW_PRECISION:
+            self.raw[node] = v
+            self.lazy[node] = lambda: self.node("cast", [v], {"dtype": air_dtype(tensor.dtype)})
+        else:
+            self.env[node] = v
+
+    def bind(self, node: Node, value: Any) -> None:
+        """Records what a lowering returned for node (LAZY: deferred)."""
+        if value is not LAZY:
+            self.env[node] = value
 
     def scalar(self, value: float | bool, dtype: torch.dtype) -> Value:
         """A 0-d constant of dtype (copied into the graph)."""
+        if dtype in LOW_PRECISION:
+            dtype = torch.float32
         code = air_dtype(dtype)
         key = (value, code, type(value))
         v = self._scalar_cache.get(key)
@@ -190,6 +244,8 @@ class Lowerer:
         if not isinstance(arg, Node):
             raise Unsupported(f"expected a tensor, got {type(arg).__name__}")
         v = self.env.get(arg)
+        if v is None and arg in self.lazy:
+            v = self.env[arg] = self.lazy.pop(arg)()
         if v is None or isinstance(v, tuple):
             raise Unsupported(f"{arg.name} has no single libair value")
         return v

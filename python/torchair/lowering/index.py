@@ -14,7 +14,12 @@ from torchair.lowering.core import Lowerer, Value, air_dtype, arg, aten, is_floa
 
 @lowers(aten.embedding.default)
 def _embedding(L: Lowerer, n: Node) -> Value:
-    return L.node("embedding", [L.value(n.args[0]), L.value(n.args[1])])
+    table = n.args[0]
+    if table in L.raw and table not in L.env:
+        # a 16-bit table: gather its rows, widen only those
+        rows = L.node("embedding", [L.raw[table], L.value(n.args[1])])
+        return L.node("cast", [rows], {"dtype": air_dtype(torch.float32)})
+    return L.node("embedding", [L.value(table), L.value(n.args[1])])
 
 
 @lowers(aten.gather.default)

@@ -11,6 +11,7 @@ import torch
 from torch.fx import Node
 
 from torchair.errors import Unsupported
+from torchair.lowering.lowp import defer_weight_transpose
 from torchair.lowering.core import (
     _DIM_MAX,
     _DIM_MIN,
@@ -52,6 +53,12 @@ def _clone(L: Lowerer, n: Node) -> Value:
 
 @lowers(aten.permute.default)
 def _permute(L: Lowerer, n: Node) -> Value:
+    if list(n.args[1]) in ([1, 0], [-1, -2], [1, -2], [-1, 0]):
+        return defer_weight_transpose(L, n, _permute_now)
+    return _permute_now(L, n)
+
+
+def _permute_now(L: Lowerer, n: Node) -> Value:
     x, perm = L.value(n.args[0]), list(n.args[1])
     sizes = meta(n.args[0]).shape
     moved = [d % len(sizes) for d in perm if not (isinstance(sizes[d], int) and sizes[d] == 1)]
@@ -63,6 +70,10 @@ def _permute(L: Lowerer, n: Node) -> Value:
 
 @lowers(aten.t.default, aten.transpose.int)
 def _transpose(L: Lowerer, n: Node) -> Value:
+    return defer_weight_transpose(L, n, _transpose_now)
+
+
+def _transpose_now(L: Lowerer, n: Node) -> Value:
     x = L.value(n.args[0])
     rank = len(L.shape_of(x))
     if n.target == aten.t.default:

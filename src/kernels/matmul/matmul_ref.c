@@ -6,6 +6,7 @@
  * across threads by output rows. f32 accumulates in f32 (as a BLAS does).
  * The fused activations are common/epilogue.c's. */
 #include "kernels/matmul/matmul_ref.h"
+#include "kernels/matmul/linear_lowp.h"
 
 #include <math.h>
 #include <string.h>
@@ -195,6 +196,12 @@ air_status kref_addmm(const k_call *call)
 air_status kref_linear(const k_call *call)
 {
 	const k_tensor *x = &call->in[0], *w = &call->in[1];
+	if (klinear_is_lowp(call)) {
+		klinear_lowp a;
+		AIR_TRY(klinear_lowp_get(call, &a));
+		kgemm_lowp_w_reference(a.wt, a.M, a.N, a.K, x->data, a.K, w->data, a.K, call->out[0].data, a.N, &a.ep);
+		return AIR_OK;
+	}
 	int has_res = call->attrs[2].i != 0;
 	int has_bias = kref_present(call->attrs[0].i, call->n_in - has_res, 2);
 	AIR_TRY(inner_check("linear", x->dims[x->rank - 1], w->dims[1]));
