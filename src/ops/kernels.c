@@ -9,6 +9,7 @@
 #include "kernels/conv/conv_narrow.h"
 #include "kernels/conv/conv_nhwc.h"
 #include "kernels/conv/conv_patches.h"
+#include "kernels/elementwise/cast_half.h"
 #include "kernels/elementwise/elementwise_fast.h"
 #include "kernels/elementwise/fused_fast.h"
 #include "kernels/matmul/linear_lowp.h"
@@ -49,7 +50,7 @@ static const k_kernel *const sub[] = {&kfast_sub_lanes, NULL};
 static const k_kernel *const mul[] = {&kfast_mul_lanes, NULL};
 static const k_kernel *const div_[] = {&kfast_div_lanes, NULL};
 static const k_kernel *const sum[] = {&kfast_sum_columns, NULL};
-static const k_kernel *const cast[] = {&kfast_cast_bytes_f32, NULL};
+static const k_kernel *const cast[] = {&kfast_cast_half, &kfast_cast_bytes_f32, NULL};
 #define VMATH_LIST_(name) static const k_kernel *const vmath_##name[] = {&kfast_##name##_vmath, NULL};
 KFAST_VMATH_OPS(VMATH_LIST_)
 #undef VMATH_LIST_

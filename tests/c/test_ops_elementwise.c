@@ -1509,6 +1509,61 @@ static void test_cast_bytes(void)
 	free(x);
 }
 
+/* f32 <-> bf16/f16 on whole tensors (kernels/elementwise/cast_half.c, vector
+ * loops and F16C) give the reference kernel's bits for any f32 pattern
+ * (NaN, Inf, subnormals, rounding ties), over several tasks and tails. */
+static void run_cast(const th_arg *a, air_dtype to, unsigned flags, const char *want_kernel, void **out)
+{
+	air_attr at = th_int("dtype", to);
+	air_model *m = th_compile("cast", a, 1, &at, 1, flags);
+	*out = NULL;
+	if (!m)
+		return;
+	if (want_kernel)
+		CHECK(strstr(air_model_report(m), want_kernel) != NULL);
+	int rank;
+	int64_t dims[AIR_MAX_RANK];
+	*out = th_run(m, a, 1, &rank, dims);
+	air_model_destroy(m);
+}
+
+static void test_cast_half(void)
+{
+	const int64_t n = 2 * 16384 + 13;
+	uint32_t *bits = malloc(sizeof(uint32_t) * (size_t)n);
+	uint16_t *half = malloc(sizeof(uint16_t) * (size_t)n);
+	uint64_t r = 0x9e3779b97f4a7c15ull;
+	for (int64_t i = 0; i < n; i++) {
+		r = r * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t u = (uint32_t)(r >> 32);
+		/* every few a special: ties, NaN, Inf, subnormal, max */
+		static const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u, 0x7f800000u,
+						   0x00000001u, 0x807fffffu, 0x7f7fffffu, 0x477fe000u, 0x33800000u};
+		bits[i] = i % 7 == 0 ? special[(i / 7) % 10] : (i % 3 == 0 ? (u & 0x8fffffffu) | 0x38000000u : u);
+		half[i] = (uint16_t)(r >> 16);
+	}
+	for (int h = 0; h < 2; h++) {
+		air_dtype hd = h ? AIR_F16 : AIR_BF16;
+		th_arg a32 = th_make(AIR_F32, bits, 1, &n), a16 = th_make(hd, half, 1, &n);
+		void *got, *want;
+		run_cast(&a32, hd, 0, " cast_half ", &got);
+		run_cast(&a32, hd, AIR_COMPILE_REFERENCE_KERNELS, NULL, &want);
+		CHECK(got && want && memcmp(got, want, sizeof(uint16_t) * (size_t)n) == 0);
+		free(got), free(want);
+		run_cast(&a16, AIR_F32, 0, " cast_half ", &got);
+		run_cast(&a16, AIR_F32, AIR_COMPILE_REFERENCE_KERNELS, NULL, &want);
+		/* NaN payloads may differ (F16C quiets them its own way): compare NaN-ness there */
+		int64_t bad = 0;
+		for (int64_t i = 0; got && want && i < n; i++) {
+			float g = ((float *)got)[i], w = ((float *)want)[i];
+			bad += isnan(w) ? !isnan(g) : memcmp(&g, &w, 4) != 0;
+		}
+		CHECK(got && want && bad == 0);
+		free(got), free(want);
+	}
+	free(bits), free(half);
+}
+
 /* add, sub, mul and div with one input repeating over the output's leading
  * dims (a scalar, a bias, a [1, 1, T, T] mask over the heads; either side,
  * for sub and div) run the lanes kernels too, bit for bit the float op;
@@ -1684,5 +1739,6 @@ int main(void)
 	test_lanes();
 	test_lanes_broadcast();
 	test_cast_bytes();
+	test_cast_half();
 	return check_report("test_ops_elementwise");
 }
