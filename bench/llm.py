@@ -72,12 +72,17 @@ def _build(config: str, dtype: Any) -> Any:
     return model.to(dtype).eval()
 
 
-def _decode_bytes(model: Any) -> int:
+def _decode_bytes(model: Any, matrix_bytes: int | None = None) -> int:
     """Weight bytes one decoded token reads: every parameter but the input embedding table,
-    of which it reads one row (a tied head reads it whole, once)."""
+    of which it reads one row (a tied head reads it whole, once). matrix_bytes: the bytes a
+    value of every other 2-D weight takes as the mode reads it (2 under mixed_precision)."""
     emb = model.get_input_embeddings().weight
     head = model.get_output_embeddings().weight
-    total = sum(p.numel() * p.element_size() for p in model.parameters())
+
+    def size(p: Any) -> int:
+        return p.numel() * (matrix_bytes if matrix_bytes and p.dim() == 2 and p is not emb else p.element_size())
+
+    total = sum(size(p) for p in model.parameters())
     if head.data_ptr() != emb.data_ptr():
         total -= emb.numel() * emb.element_size() - emb.shape[1] * emb.element_size()
     return total
@@ -115,7 +120,7 @@ def run_one(mode: str, config: str, prefills: list[int], new_tokens: int, reps: 
     model = _build(config, dtype)
     build_s = time.perf_counter() - t0
     rss_model = _rss_mib()
-    decode_bytes = _decode_bytes(model)
+    decode_bytes = _decode_bytes(model, 2 if mode == "torchair_mixed" else None)
     model = _compile(mode, model)
     vocab = CONFIGS[config]["vocab_size"]
     gen = torch.Generator().manual_seed(1)

@@ -220,7 +220,9 @@ def lower_subgraph(
         autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
     )
     all_tensors = len(tensor_args) == len(placeholders)
-    return AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args)
+    air = AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args)
+    air.converted = list(L.converted)
+    return air
 
 
 # Outputs from this size on come from libair's output pool (src/python/
@@ -332,7 +334,7 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         # calls self.air_N(...), which finds it in the instance dict
         del fused._modules[node.target]
         fused.__dict__[node.target] = compiled
-        sub_report = SubgraphReport(node.target, ops, True, "", compiled.air_report, compiled.model)
+        sub_report = SubgraphReport(node.target, ops, True, "", compiled.air_report, compiled.model, compiled.converted)
         report.subgraphs.append(sub_report)
         if compiled.frozen:
             holders.append((compiled, sub_report, sub, tuple(node.args)))

@@ -253,6 +253,7 @@ class FrozenGraph:
         air, sub_report, sub, arg_nodes = holder
         new = self._lower(sub, arg_nodes, self.config, {n: args[self._pos[n]] for n in air.frozen})
         sub_report.model, sub_report.air_report = new.model, new.air_report  # the report shows the latest
+        sub_report.converted = new.converted
         return new
 
     def _rebuild(self, s: _TensorSet, args: Sequence[Any]) -> None:
@@ -263,6 +264,7 @@ class FrozenGraph:
             air = s.holders[k][0]
             new = self._lower_for(s.holders[k], args)
             air.model, air.tensor_args, air.size_args = new.model, new.tensor_args, new.size_args
+            air.converted = new.converted
             air.single, air.air_report = new.single, new.air_report
             self.report.rebuilt_subgraphs += 1
         # only after every rebuild succeeded: a failed one is retried next call

@@ -20,6 +20,8 @@ class SubgraphReport:
     reason: str = ""
     air_report: str = ""
     model: Any = field(default=None, repr=False, compare=False)  # the compiled torchair._C.Model
+    # bytes of each f32 weight it reads as a 16-bit copy (lowering/lowp.py)
+    converted: list[int] = field(default_factory=list)
 
     @property
     def arena_bytes(self) -> int | None:
@@ -88,6 +90,12 @@ class CompileReport:
                 counts[o] = counts.get(o, 0) + 1
             ops = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in counts.items())
             lines.append(f"  subgraph {s.name}: {len(s.ops)} ops, {status}: {ops}")
+            if s.converted:
+                total = sum(s.converted)
+                lines.append(
+                    f"    16-bit weights: {len(s.converted)} f32 weight(s) read as 16-bit copies, {total} bytes "
+                    f"({total / 2**20:.1f} MiB), converted once and shared with other graphs of the same weights"
+                )
             lines += [f"    {line}" for line in _autotune_lines(s.air_report)]
         for node, op, reason in self.fallbacks:
             lines.append(f"  fallback {node}: {op}: {reason}")
@@ -129,6 +137,7 @@ class AirSubgraph:
         self.single = single
         self.air_report = report
         self.frozen = frozen or []  # the outer placeholders this subgraph holds as constants
+        self.converted: list[int] = []  # see SubgraphReport.converted
 
     def __call__(self, *args: Any) -> Any:
         if self.tensor_args is not None:

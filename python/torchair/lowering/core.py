@@ -94,6 +94,9 @@ class Lowerer:
         self.weight_t: dict[Node, Value] = {}
         self.mixed_precision: torch.dtype | None = None
         self._mixed_cache: dict[tuple[Node, torch.dtype], Value] = {}
+        # bytes of each f32 weight this graph reads as a 16-bit copy
+        # (mixed_precision, autocast): for the compile report
+        self.converted: list[int] = []
 
     # ---- symbolic sizes -------------------------------------------------
 

@@ -7,7 +7,9 @@
  * task takes every row of A (a few KiB, in L1) and a disjoint run of W's
  * rows, so the threads stream disjoint parts of W. Larger M cuts A into
  * blocks that stay in L2 (KLOWP_A_BLOCK_BYTES) while a task's W rows go by
- * a few at a time, each few reused against the whole block from L1. */
+ * a few at a time, each few reused against the whole block from L1.
+ * A kernel may take large M (prefill) its own way (klowp_wide):
+ * the bf16 one packs W per call for a broadcast kernel. */
 #include "kernels/gemm/lowp_w.h"
 
 #include "kernels/common/cpu.h"
@@ -111,6 +113,17 @@ static const klowp_kernel *pick(klowp_type wt)
 	return &scalar_kernel;
 }
 
+/* The wide path of kernel k, if it has one. */
+static const klowp_wide *wide_of(const klowp_kernel *k)
+{
+	(void)k;
+#if defined(AIR_HAVE_AVX512BF16)
+	if (k == &klowp_bf16_dot_kernel)
+		return &klowp_bf16_pack_wide;
+#endif
+	return NULL;
+}
+
 const char *kgemm_lowp_w_kernel_name(klowp_type wt)
 {
 	return pick(wt)->name;
@@ -118,12 +131,21 @@ const char *kgemm_lowp_w_kernel_name(klowp_type wt)
 
 /* ---- the driver ---------------------------------------------------------- */
 
+/* The most any path takes: W's type is not passed, so a wide path's
+ * workspace counts whenever M reaches it. */
 size_t kgemm_lowp_w_workspace_bytes(int64_t M, int64_t K, int nthreads)
 {
-	(void)nthreads; /* no per-thread slices: tasks read A and write C only */
 	if (M <= 0 || K <= 0)
 		return 0;
-	return (size_t)M * (size_t)round_up(K, KLOWP_K_ALIGN) * sizeof(float) + 64;
+	size_t bytes = (size_t)M * (size_t)round_up(K, KLOWP_K_ALIGN) * sizeof(float) + 64;
+	for (int t = 0; t < 2; t++) {
+		const klowp_wide *w = wide_of(pick((klowp_type)t));
+		if (w && M >= w->min_m) {
+			const size_t b = w->workspace(M, K, nthreads < 1 ? 1 : nthreads) + 64;
+			bytes = b > bytes ? b : bytes;
+		}
+	}
+	return bytes;
 }
 
 typedef struct convert_job {
@@ -203,6 +225,11 @@ void kgemm_lowp_w(klowp_type wt, int64_t M, int64_t N, int64_t K, const float *A
 	const size_t elem = j.kern->a16 ? 2 : 4;
 	j.a_ld = round_up(K, KLOWP_K_ALIGN);
 	char *room = (char *)(((uintptr_t)workspace + 63) & ~(uintptr_t)63);
+	const klowp_wide *wide = wide_of(j.kern);
+	if (wide && M >= wide->min_m) {
+		wide->run(&j, A, lda, pool, room);
+		return;
+	}
 	j.a = room;
 
 	/* A rounded once, in parallel over rows where there are enough */

@@ -1,10 +1,13 @@
 /* lowp_w_internal.h - what the 16-bit-weight GEMM's driver (lowp_w.c) and
- * its ISA files (lowp_w.avx2.c, lowp_w.bf16.c) share: the job a block
- * function computes a piece of, the kernel table entry, and the epilogue. */
+ * its ISA files (lowp_w.avx2.c, lowp_w.bf16.c, lowp_w_pack.bf16.c) share:
+ * the job a block function computes a piece of, the kernel table entry,
+ * and the epilogue. */
 #ifndef AIR_KERNELS_GEMM_LOWP_W_INTERNAL_H
 #define AIR_KERNELS_GEMM_LOWP_W_INTERNAL_H
 
 #include <stdint.h>
+
+#include <stddef.h>
 
 #include "kernels/gemm/lowp_w.h"
 
@@ -41,6 +44,15 @@ typedef struct klowp_kernel {
 	void (*block)(const klowp_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
 } klowp_kernel;
 
+/* A kernel's own path for M >= min_m (prefill): it converts A itself (from
+ * the f32 A, lda), plans and runs the whole product of j (whose a and plan
+ * it ignores). room: 64-byte aligned, workspace(M, K, nthreads) bytes. */
+typedef struct klowp_wide {
+	int64_t min_m;
+	size_t (*workspace)(int64_t M, int64_t K, int nthreads);
+	void (*run)(const klowp_job *j, const float *A, int64_t lda, rt_pool *pool, void *room);
+} klowp_wide;
+
 /* Stores an m x n tile of finished sums (acc[r * ld + c] for C[m0 + r, n0 + c])
  * through the epilogue. */
 void klowp_finish(const klowp_job *j, int64_t m0, int m, int64_t n0, int n, const float *acc, int ld);
@@ -54,6 +66,8 @@ extern const klowp_kernel klowp_avx2_kernel; /* lowp_w.avx2.c: both types */
 #endif
 #if defined(AIR_HAVE_AVX512BF16)
 extern const klowp_kernel klowp_bf16_dot_kernel; /* lowp_w.bf16.c: bf16 only */
+/* lowp_w_pack.bf16.c: the bf16 dot kernel's wide path (W packed per call) */
+extern const klowp_wide klowp_bf16_pack_wide;
 #endif
 
 #endif

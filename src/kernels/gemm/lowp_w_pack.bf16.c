@@ -1,0 +1,258 @@
+/* lowp_w_pack.bf16.c - the bf16-weight GEMM's path for large M (prefill) on
+ * AVX512-BF16 (lowp_w.h): the broadcast formulation, as the f32 GEMM's.
+ * A is rounded to bf16 once per call into panels of MR rows; each task
+ * packs its own block of W (KC x its columns) into its thread's workspace
+ * slice, each pair of k of 32 consecutive columns adjacent (the layout
+ * vdpbf16ps multiplies lane by lane), and an MR x NR register tile
+ * broadcasts one pair of an A row against two vectors of W per k pair.
+ * No horizontal sums: the lanes are C's columns. Packing W costs N * K a
+ * call (and an A panel), against M * N * K of products.
+ *
+ * Loops: KC k at a time (a W block of KC x NC in L2), then MR rows of A
+ * (an MR x KC panel in L1) against each NR-column panel of the block.
+ * Partial sums of K blocks are kept in C itself: the first block adds
+ * bias and residual (read before C is written, so it may alias C), the
+ * last applies the activation. */
+#include <immintrin.h>
+
+#include "kernels/common/kernel.h"
+#include "kernels/common/lanes_avx512.h"
+#include "kernels/common/transpose_avx512.h"
+#include "kernels/gemm/lowp_w_internal.h"
+
+#define AIR_INLINE static inline __attribute__((always_inline))
+
+/* The tile: MR rows of A, NR = 16 * NV columns of W; MR * NV accumulators,
+ * NV W vectors and the broadcast in 32 registers. KC k values (a multiple
+ * of 32) and NC columns (a multiple of NR) make a thread's W block. */
+enum { MR = 12, NV = 2, NR = 16 * NV, KC = 256, NC = 512 };
+_Static_assert(MR <= 16 && KC % 32 == 0 && NC % NR == 0, "A panels are transposed 16 rows at a time");
+/* From this many rows of A on, this path (below, lowp_w.bf16.c's dots). */
+enum { MIN_M = 32 };
+/* Up to this many columns a task's block is no narrower than this, when
+ * columns are split to give threads tasks. */
+enum { MIN_NB = 128 };
+
+enum { STAGE_FIRST = 1, STAGE_LAST = 2 };
+
+typedef struct pack_job {
+	const klowp_job *j;
+	const float *A;
+	int64_t lda;
+	uint32_t *a; /* A in panels: panel p's pair kk of row r at a[(p * kp + kk) * MR + r] */
+	int64_t kp;  /* pairs of k: K / 2 rounded up */
+	uint32_t *w; /* per-thread W blocks, w_slice elements apart */
+	size_t w_slice;
+	int64_t panels, panels_per_task;
+	int64_t mb, nb, nm, nn;
+} pack_job;
+
+static int64_t round_up(int64_t x, int64_t m)
+{
+	return (x + m - 1) / m * m;
+}
+
+/* Lanes [0, n) of 32 16-bit lanes, n clamped to [0, 32]. */
+AIR_INLINE __mmask32 lanes32(int64_t n)
+{
+	return n >= 32 ? (__mmask32)0xffffffffu : n <= 0 ? (__mmask32)0 : (__mmask32)((1u << n) - 1);
+}
+
+/* 16 floats rounded to bf16 as k_f32_to_bf16 rounds (nearest even, NaN
+ * kept quiet): lowp_w.bf16.c's bf16_convert_a, so both paths see one A. */
+AIR_INLINE __m256i round16(__m512 x)
+{
+	const __m512i u = _mm512_castps_si512(x);
+	const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+	__m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+	r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q),
+				  _mm512_or_si512(u, _mm512_set1_epi32(0x400000)));
+	return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
+}
+
+/* Pairs [kk, kk + 16) of an A row rounded to bf16, zero past K. */
+AIR_INLINE __m512 a_pairs(const float *row, int64_t K, int64_t kk)
+{
+	const int64_t k = 2 * kk;
+	const __m256i lo = round16(_mm512_maskz_loadu_ps(k16_lanes(K - k), row + k));
+	const __m256i hi = round16(_mm512_maskz_loadu_ps(k16_lanes(K - k - 16), row + k + 16));
+	return _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+}
+
+/* Panel p of A: its MR rows (zeros past M), 16 pairs at a time
+ * transposed so that each pair's MR rows are adjacent. */
+static void pack_a_panel(const pack_job *pj, int64_t p)
+{
+	const klowp_job *j = pj->j;
+	const int64_t i0 = p * MR, kp = pj->kp;
+	uint32_t *dst = pj->a + p * kp * MR;
+	for (int64_t kk = 0; kk < kp; kk += 16) {
+		__m512 r[16];
+#pragma GCC unroll 16
+		for (int q = 0; q < 16; q++)
+			r[q] = q < MR && i0 + q < j->M ? a_pairs(pj->A + (i0 + q) * pj->lda, j->K, kk) : _mm512_setzero_ps();
+		k16_transpose(r);
+		const int nk = (int)k_min64(16, kp - kk);
+		for (int t = 0; t < nk; t++)
+			_mm512_mask_storeu_ps(dst + (kk + t) * MR, (__mmask16)((1u << MR) - 1), r[t]);
+	}
+}
+
+static void pack_a_task(void *ctx, int64_t t, int thread)
+{
+	const pack_job *pj = ctx;
+	(void)thread;
+	const int64_t p1 = k_min64(pj->panels, (t + 1) * pj->panels_per_task);
+	for (int64_t p = t * pj->panels_per_task; p < p1; p++)
+		pack_a_panel(pj, p);
+}
+
+/* W rows [n0, n1) x k [k0, k0 + kc) into panels of NR columns, panel q at
+ * dst + q * kpb * NR holding pair kk of column c at [kk * NR + c]: 16 rows
+ * x 16 pairs transposed at a time. Columns past n1 up to the panel's end
+ * are zero; the odd K's last pair is padded with zero by the masked load,
+ * which reads nothing past K. */
+static void pack_w(const klowp_job *j, int64_t n0, int64_t n1, int64_t k0, int64_t kc, uint32_t *dst)
+{
+	const int64_t kpb = (kc + 1) / 2;
+	const int64_t n_end = n0 + round_up(n1 - n0, NR);
+	for (int64_t n = n0; n < n_end; n += 16) {
+		uint32_t *panel = dst + (n - n0) / NR * kpb * NR + (n - n0) % NR;
+		const uint16_t *w = j->W + n * j->ldw + k0;
+		for (int64_t kk = 0; kk < kpb; kk += 16) {
+			const __mmask32 km = lanes32(kc - 2 * kk);
+			__m512 r[16];
+#pragma GCC unroll 16
+			for (int q = 0; q < 16; q++)
+				r[q] = n + q < n1 ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(km, w + q * j->ldw + 2 * kk))
+						  : _mm512_setzero_ps();
+			k16_transpose(r);
+			const int nk = (int)k_min64(16, kpb - kk);
+			for (int t = 0; t < nk; t++)
+				_mm512_storeu_ps(panel + (kk + t) * NR, r[t]);
+		}
+	}
+}
+
+/* acc[MR][NR] over kp pairs: a at an A panel's first pair, w at a W
+ * panel's; the sums to tile (row stride NR). */
+static void ukernel(int64_t kp, const uint32_t *a, const uint32_t *w, float *tile)
+{
+	__m512 acc[MR * NV];
+#pragma GCC unroll 32
+	for (int t = 0; t < MR * NV; t++)
+		acc[t] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < kp; p++, a += MR, w += NR) {
+		__m512bh wv[NV];
+#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++)
+			wv[v] = (__m512bh)_mm512_loadu_si512(w + 16 * v);
+#pragma GCC unroll 16
+		for (int r = 0; r < MR; r++) {
+			const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r]);
+#pragma GCC unroll 4
+			for (int v = 0; v < NV; v++)
+				acc[r * NV + v] = _mm512_dpbf16_ps(acc[r * NV + v], av, wv[v]);
+		}
+	}
+#pragma GCC unroll 32
+	for (int t = 0; t < MR * NV; t++)
+		_mm512_storeu_ps(tile + 16 * t, acc[t]);
+}
+
+/* An m x n tile of one K block's sums into C: the first block adds the
+ * epilogue's linear terms (the residual read before C is written), later
+ * ones add to C; the last applies the activation, with the formulas the
+ * other paths use (kref_act_f32). */
+static void finish(const klowp_job *j, int stage, int64_t i0, int m, int64_t n0, int n, const float *tile)
+{
+	const k_epilogue *ep = j->ep;
+	const __m512 alpha = _mm512_set1_ps(ep->alpha);
+	for (int r = 0; r < m; r++) {
+		const int64_t i = i0 + r;
+		float *c = j->C + i * j->ldc + n0;
+		const float *res = ep->residual ? ep->residual + i * ep->ld_residual + n0 : NULL;
+		for (int v = 0; v * 16 < n; v++) {
+			const __mmask16 k = k16_lanes(n - 16 * v);
+			__m512 x = _mm512_mul_ps(alpha, _mm512_loadu_ps(tile + r * NR + 16 * v));
+			if (stage & STAGE_FIRST) {
+				if (ep->bias_n)
+					x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, ep->bias_n + n0 + 16 * v));
+				if (ep->bias_m)
+					x = _mm512_add_ps(x, _mm512_set1_ps(ep->bias_m[i]));
+				if (res)
+					x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, res + 16 * v));
+			} else {
+				x = _mm512_add_ps(_mm512_maskz_loadu_ps(k, c + 16 * v), x);
+			}
+			_mm512_mask_storeu_ps(c + 16 * v, k, x);
+		}
+		if ((stage & STAGE_LAST) && ep->act != K_ACT_NONE)
+			kref_act_f32(c, n, ep->act);
+	}
+}
+
+/* Rows [m0, m1) x columns [n0, n1) of C, K block by K block, with the
+ * thread's W slice. */
+static void gemm_task(void *ctx, int64_t t, int thread)
+{
+	const pack_job *pj = ctx;
+	const klowp_job *j = pj->j;
+	const int64_t im = t % pj->nm, jn = t / pj->nm;
+	const int64_t m0 = im * pj->mb, m1 = k_min64(j->M, m0 + pj->mb);
+	const int64_t n0 = jn * pj->nb, n1 = k_min64(j->N, n0 + pj->nb);
+	uint32_t *w = pj->w + (size_t)thread * pj->w_slice;
+	float tile[MR * NR];
+	for (int64_t k0 = 0; k0 < j->K; k0 += KC) {
+		const int64_t kc = k_min64(KC, j->K - k0), kpb = (kc + 1) / 2;
+		const int stage = (k0 == 0 ? STAGE_FIRST : 0) | (k0 + KC >= j->K ? STAGE_LAST : 0);
+		pack_w(j, n0, n1, k0, kc, w);
+		for (int64_t i = m0; i < m1; i += MR) {
+			const uint32_t *a = pj->a + ((i / MR) * pj->kp + k0 / 2) * MR;
+			for (int64_t n = n0; n < n1; n += NR) {
+				ukernel(kpb, a, w + (n - n0) / NR * kpb * NR, tile);
+				finish(j, stage, i, (int)k_min64(MR, m1 - i), n, (int)k_min64(NR, n1 - n), tile);
+			}
+		}
+	}
+}
+
+/* A rounded into panels, then W blocks of NC columns at most, split further
+ * (and then A's rows) until each thread has two tasks. */
+static size_t a_bytes(int64_t M, int64_t K)
+{
+	return (size_t)round_up(M, MR) * (size_t)((K + 1) / 2) * sizeof(uint32_t);
+}
+
+static size_t pack_workspace(int64_t M, int64_t K, int nthreads)
+{
+	const size_t slice = (size_t)(KC / 2) * NC * sizeof(uint32_t);
+	return k_align64(a_bytes(M, K)) + (size_t)nthreads * slice;
+}
+
+static void pack_run(const klowp_job *j, const float *A, int64_t lda, rt_pool *pool, void *room)
+{
+	const int nthreads = rt_pool_size(pool);
+	const int64_t M = j->M, N = j->N, K = j->K;
+	pack_job pj = {j, A, lda, room, (K + 1) / 2, NULL, (size_t)(KC / 2) * NC, 0, 0, 0, 0, 0, 0};
+	pj.w = (uint32_t *)((char *)room + k_align64(a_bytes(M, K)));
+
+	pj.panels = k_cdiv(M, MR);
+	const int64_t atasks = nthreads > 1 ? k_min64(pj.panels, 4 * (int64_t)nthreads) : 1;
+	pj.panels_per_task = k_cdiv(pj.panels, atasks);
+	rt_pool_run(pool, k_cdiv(pj.panels, pj.panels_per_task), pack_a_task, &pj);
+
+	int64_t nn = k_cdiv(N, NC), nm = 1;
+	const int64_t want = nthreads > 1 ? 2 * (int64_t)nthreads : 1;
+	if (nn < want)
+		nn = (nn > want ? nn : k_min64(want, N / MIN_NB));
+	if (nn * nm < want)
+		nm = k_min64(k_cdiv(want, nn), k_cdiv(M, 4 * MR));
+	pj.nb = round_up(k_cdiv(N, nn), NR);
+	pj.nn = k_cdiv(N, pj.nb);
+	pj.mb = round_up(k_cdiv(M, nm), MR);
+	pj.nm = k_cdiv(M, pj.mb);
+	rt_pool_run(pool, pj.nm * pj.nn, gemm_task, &pj);
+}
+
+const klowp_wide klowp_bf16_pack_wide = {MIN_M, pack_workspace, pack_run};
