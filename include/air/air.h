@@ -200,6 +200,7 @@ enum {
 	AIR_PASS_ATTENTION_VIEWS = 1u << 7,  /* sdpa reads/writes heads in place: no permute/slice copies */
 	AIR_PASS_FUSE_RMS_NORM = 1u << 8,    /* RMS norm written out in elementwise ops -> rms_norm */
 	AIR_PASS_FUSE_ROPE = 1u << 9,        /* rotary embedding written out (rotate_half) -> rope */
+	AIR_PASS_NARROW_OUTPUTS = 1u << 10,  /* linear + cast to bf16/f16 -> linear storing 16 bits */
 };
 
 /* Name of one AIR_PASS_* bit ("fold_batchnorm"), or NULL. */

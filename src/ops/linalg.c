@@ -142,6 +142,15 @@ static air_status infer_linear(op_infer_ctx *c)
 	}
 	c->out[0] = *x;
 	c->out[0].dims[x->rank - 1] = w->dims[0];
+	int64_t out_dtype = op_attr(c, 3)->i;
+	if (out_dtype != -1) {
+		bool lowp_w = w->dtype == AIR_BF16 || w->dtype == AIR_F16;
+		if ((out_dtype != AIR_BF16 && out_dtype != AIR_F16) || !lowp_w || x->dtype != AIR_F32 || has_res)
+			return op_fail(c, AIR_UNSUPPORTED,
+				       "out_dtype %lld needs bf16 or f16, a 16-bit weight, an f32 x and no residual",
+				       (long long)out_dtype);
+		c->out[0].dtype = (air_dtype)out_dtype;
+	}
 	if (has_res) {
 		const ir_value *r = c->in[c->n_in - 1];
 		bool bad = r->rank != x->rank;
@@ -258,6 +267,9 @@ static const op_attr_spec linear_attrs[] = {
 	{"has_bias", OPA_INT, false, -1, 0},
 	{"act", OPA_INT, false, K_ACT_NONE, 0},  /* k_act, applied last */
 	{"has_residual", OPA_INT, false, 0, 0}, /* the last input is added before act */
+	/* -1: x's dtype; bf16/f16 with a 16-bit weight and no residual: the
+	 * result narrowed as it is stored (passes/narrow_outputs.c) */
+	{"out_dtype", OPA_INT, false, -1, 0},
 };
 static const op_attr_spec sdpa_attrs[] = {
 	{"scale", OPA_FLOAT, false, 0, 0.0}, /* 0: 1 / sqrt(E) */
@@ -281,5 +293,5 @@ static const op_attr_spec sdpa_attrs[] = {
 const op_def op_def_mm = {"mm", 2, 2, 1, mm_attrs, 1, infer_mm, KREF(mm), 0};
 const op_def op_def_bmm = {"bmm", 2, 2, 1, NULL, 0, infer_bmm, KREF(bmm), 0};
 const op_def op_def_addmm = {"addmm", 3, 3, 1, addmm_attrs, 2, infer_addmm, KREF(addmm), 0};
-const op_def op_def_linear = {"linear", 2, 4, 1, linear_attrs, 3, infer_linear, KREF(linear), 0};
+const op_def op_def_linear = {"linear", 2, 4, 1, linear_attrs, 4, infer_linear, KREF(linear), 0};
 const op_def op_def_sdpa = {"sdpa", 3, 4, 1, sdpa_attrs, KSDPA_NATTRS, infer_sdpa, KREF_WS(sdpa), 0};

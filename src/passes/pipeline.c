@@ -44,6 +44,9 @@ air_status pass_attention_views(air_graph *g, const pass_options *po, pass_log *
 /* passes/layout.c */
 air_status pass_layout(air_graph *g, const pass_options *po, pass_log *log);
 
+/* passes/narrow_outputs.c */
+air_status pass_narrow_outputs(air_graph *g, const pass_options *po, pass_log *log);
+
 static const pass_row PIPELINE[] = {
 	{AIR_PASS_SIMPLIFY, "simplify", false, pass_simplify},
 	{AIR_PASS_FOLD_BATCHNORM, "fold_batchnorm", false, pass_fold_batchnorm},
@@ -53,6 +56,7 @@ static const pass_row PIPELINE[] = {
 	{AIR_PASS_FUSE_ROPE, "fuse_rope", true, pass_fuse_rope},
 	{AIR_PASS_ATTENTION_VIEWS, "attention_views", true, pass_attention_views},
 	{AIR_PASS_FUSE_EPILOGUE, "fuse_epilogue", true, pass_fuse_epilogue},
+	{AIR_PASS_NARROW_OUTPUTS, "narrow_outputs", true, pass_narrow_outputs},
 	{AIR_PASS_FUSE_ELEMENTWISE, "fuse_elementwise", true, run_fuse_elementwise},
 	{AIR_PASS_LAYOUT, "layout", false, pass_layout},
 };

@@ -293,6 +293,53 @@ static void test_linear_lowp(void)
 			free(x), free(w), free(bias), free(xf), free(bf), free(wh), free(want), free(mag);
 		}
 	}
+	/* out_dtype: the result narrowed to the weight's 16-bit type as stored;
+	 * fast and reference kernels give the rounding of the f32 result,
+	 * bit for bit (rows past one 4 MiB chunk included) */
+	for (int wti = 0; wti < 2; wti++) {
+		air_dtype wt = wti ? AIR_F16 : AIR_BF16;
+		int64_t M = 300, K = 40, N = 3600; /* 300 x 3600 f32 is past the kernel's chunk */
+		float *xf = th_randf(M * K), *bf = th_randf(N);
+		uint16_t *wh = malloc(sizeof(uint16_t) * (size_t)(N * K));
+		for (int64_t i = 0; i < N * K; i++)
+			wh[i] = wti ? k_f32_to_f16(0.25f * (float)th_rand()) : k_f32_to_bf16(0.25f * (float)th_rand());
+		th_arg args[3] = {th_make(AIR_F32, xf, 2, (int64_t[]){M, K}), th_make(wt, wh, 2, (int64_t[]){N, K}),
+				  th_make(AIR_F32, bf, 1, (int64_t[]){N})};
+		args[1].constant = 1;
+		air_attr narrow[2] = {th_int("has_bias", 1), th_int("out_dtype", wt)};
+		air_attr wide[1] = {th_int("has_bias", 1)};
+		/* narrowed and f32, each with the fast and the reference kernels */
+		void *out[4] = {NULL, NULL, NULL, NULL};
+		for (int pass = 0; pass < 4; pass++) {
+			bool narrowed = pass < 2;
+			air_model *m = th_compile("linear", args, 3, narrowed ? narrow : wide, narrowed ? 2 : 1,
+						  pass % 2 ? AIR_COMPILE_REFERENCE_KERNELS : 0);
+			if (!m)
+				continue;
+			air_dtype dt;
+			air_model_output_info(m, 0, &dt, NULL, NULL);
+			CHECK(dt == (narrowed ? wt : AIR_F32));
+			int r;
+			int64_t dims[AIR_MAX_RANK];
+			out[pass] = th_run(m, args, 3, &r, dims);
+			air_model_destroy(m);
+		}
+		for (int kind = 0; kind < 2; kind++) {
+			const uint16_t *got = out[kind];
+			const float *f32 = out[2 + kind];
+			int64_t bad = 0;
+			for (int64_t i = 0; got && f32 && i < M * N; i++)
+				bad += got[i] != (wti ? k_f32_to_f16(f32[i]) : k_f32_to_bf16(f32[i]));
+			CHECK(got && f32 && bad == 0);
+		}
+		free(out[0]), free(out[1]), free(out[2]), free(out[3]), free(xf), free(bf), free(wh);
+	}
+	{
+		float xf[6] = {0}, wf[6] = {0};
+		th_arg f32w[2] = {th_make(AIR_F32, xf, 2, (int64_t[]){3, 2}), th_make(AIR_F32, wf, 2, (int64_t[]){3, 2})};
+		air_attr to16[1] = {th_int("out_dtype", AIR_BF16)};
+		th_expect_build_error("linear", f32w, 2, to16, 1, AIR_UNSUPPORTED, "linear out_dtype with an f32 weight");
+	}
 	/* with a 16-bit weight everything else must be f32 */
 	float xf[6] = {0};
 	double bd[3] = {0};

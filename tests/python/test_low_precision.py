@@ -263,3 +263,19 @@ def test_converted_weights_are_shared_between_graphs_and_never_stale():
     assert len(reports) == 2
     err = (got - want).abs().max().item()
     assert err < 0.05 * want.abs().max().item(), err  # the new weight, in bf16
+
+
+def test_lm_head_stores_its_logits_in_16_bits():
+    """narrow_outputs: the head's linear writes the bf16 logits itself (no f32 copy of them,
+    no cast step), and the answer is the same as with the pass off."""
+    model = _llama(torch.bfloat16)
+    ids = torch.randint(0, 500, (1, 40), generator=torch.Generator().manual_seed(3))
+    compiled, reports = compile_recording(model)
+    plain, plain_reports = compile_recording(model, {"disabled_passes": ["narrow_outputs"]})
+    with torch.no_grad():
+        got, base = compiled(ids).logits, plain(ids).logits
+    steps, plain_steps = kernel_steps(reports, "inference"), kernel_steps(plain_reports, "inference")
+    assert [s for s in steps if s[0] == "linear" and s[2].startswith("bf16[")] == [("linear", "linear_lowp_weight", "bf16[1,")]
+    assert not [s for s in plain_steps if s[0] == "linear" and s[2].startswith("bf16[")]
+    assert sum(s[0] == "cast" for s in plain_steps) == sum(s[0] == "cast" for s in steps) + 1
+    assert torch.equal(got, base)

@@ -7,8 +7,10 @@
  * The fused activations are common/epilogue.c's. */
 #include "kernels/matmul/matmul_ref.h"
 #include "kernels/matmul/linear_lowp.h"
+#include "kernels/common/half.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -199,7 +201,17 @@ air_status kref_linear(const k_call *call)
 	if (klinear_is_lowp(call)) {
 		klinear_lowp a;
 		AIR_TRY(klinear_lowp_get(call, &a));
-		kgemm_lowp_w_reference(a.wt, a.M, a.N, a.K, x->data, a.K, w->data, a.K, call->out[0].data, a.N, &a.ep);
+		air_dtype to = call->out[0].dtype;
+		float *y = call->out[0].data;
+		if (to != AIR_F32 && !(y = malloc(sizeof(float) * (size_t)(a.M * a.N > 0 ? a.M * a.N : 1))))
+			return air_error(AIR_OUT_OF_MEMORY, "linear: no memory for the f32 result");
+		kgemm_lowp_w_reference(a.wt, a.M, a.N, a.K, x->data, a.K, w->data, a.K, y, a.N, &a.ep);
+		if (to != AIR_F32) {
+			uint16_t *h = call->out[0].data;
+			for (int64_t i = 0; i < a.M * a.N; i++)
+				h[i] = to == AIR_BF16 ? k_f32_to_bf16(y[i]) : k_f32_to_f16(y[i]);
+			free(y);
+		}
 		return AIR_OK;
 	}
 	int has_res = call->attrs[2].i != 0;
