@@ -123,6 +123,19 @@ def _zoo_builder(model: str, batch: int, **kw: int) -> Callable[[], tuple[Any, t
     return build
 
 
+def _bf16_builder(inner: Callable[[], tuple[Any, tuple[Any, ...]]]) -> Callable[[], tuple[Any, tuple[Any, ...]]]:
+    """The model and its floating-point inputs in bf16 (``model.to(torch.bfloat16)``)."""
+
+    def build() -> tuple[Any, tuple[Any, ...]]:
+        import torch
+
+        model, inputs = inner()
+        cast = tuple(x.to(torch.bfloat16) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
+        return model.to(torch.bfloat16), cast
+
+    return build
+
+
 def _gemm_builder(s: GemmShape) -> Callable[[], tuple[Any, tuple[Any, ...]]]:
     def build() -> tuple[Any, tuple[Any, ...]]:
         import torch
@@ -209,6 +222,21 @@ def all_workloads() -> list[Workload]:
         w.append(
             Workload(f"{zoo_name}_b1", "model", desc, _zoo_builder(zoo_name, 1), Budget(5, 60, 15.0), groups=("extra",))
         )
+    for zoo_name, kw, desc in (
+        ("resnet50", {}, "ResNet-50 in bf16, batch 1, 3x224x224"),
+        ("bert_base", {"seq": 128}, "BERT-base (HF BertModel) in bf16, batch 1, seq 128"),
+    ):
+        w.append(
+            Workload(
+                f"{zoo_name}_b1_bf16",
+                "model",
+                desc,
+                _bf16_builder(_zoo_builder(zoo_name, 1, **kw)),
+                Budget(5, 60, 20.0),
+                groups=("bf16",),
+                default_modes=("eager", "inductor_freezing", "torchair"),
+            )
+        )
     for g in GEMMS:
         w.append(
             Workload(
@@ -258,6 +286,6 @@ def select(patterns: list[str]) -> list[Workload]:
     if unknown:
         names = ", ".join(w.name for w in everything)
         raise SystemExit(
-            f"unknown workload(s) {unknown}; groups: models, extra, kernels, gemms, convs, all; names: {names}"
+            f"unknown workload(s) {unknown}; groups: models, extra, bf16, kernels, gemms, convs, all; names: {names}"
         )
     return chosen
