@@ -1,14 +1,17 @@
 /* bench_gemm_lowp_w.c - GFLOP/s of the 16-bit-weight GEMM (kernels/gemm/lowp_w.h)
- * on LLM-sized linears (N x K of 2048x2048, 5632x2048, 2048x5632) at M = 1 and 8
- * (decode) and 128 and 512 (prefill), on 1 and 2 threads, beside the f32 GEMM
+ * on LLM-sized linears (N x K of 2048x2048, 5632x2048, 2048x5632, 768x768,
+ * 2048x768, 768x2048 and the LM heads 32000x768, 32000x2048) at M = 1 and 8
+ * (decode) and 16 to 2048 (prefill), on 1 and 2 threads, beside the f32 GEMM
  * with the same weight packed (kgemm_f32_packed). Decode reads every weight once a
  * token, so for M <= 8 it also gives GB/s of weight read, against the machine's
  * read bandwidth (a probe below), with the weight hot (one copy, which fits in a
  * large L3) and cold (copies rotated, together far larger than any cache). Not a
  * CTest test; build by hand against the CMake-built library and run it:
  *   cc -O2 -Iinclude -Isrc tests/c/bench_gemm_lowp_w.c build/libair.a -lpthread -lm
- *   ./a.out [seconds-per-case [bf16|f16 [M]]]
- * Times are the best of the calls made in seconds-per-case (after a first call). */
+ *   ./a.out [seconds-per-case [bf16|f16 [M [lowp]]]]
+ * M 0 runs every M; "lowp" leaves out the f32 columns (for tuning).
+ * Times are the best of the calls made in seconds-per-case (after a first call;
+ * at least 3 calls). */
 #define _POSIX_C_SOURCE 200112L
 #include <pthread.h>
 #include <stdio.h>
@@ -146,7 +149,7 @@ static result bench(int lowp, klowp_type wt, int64_t M, int64_t N, int64_t K, in
 	ep.bias_n = bias;
 	double best = 1e30;
 	int calls = 0;
-	for (double t0 = now(); now() - t0 < seconds || calls < 4; calls++) {
+	for (double t0 = now(); now() - t0 < seconds || calls < 3; calls++) {
 		const int c = calls % copies;
 		const double t = now();
 		if (lowp)
@@ -185,6 +188,7 @@ int main(int argc, char **argv)
 	const double seconds = argc > 1 ? atof(argv[1]) : 0.3;
 	const klowp_type wt = argc > 2 && strcmp(argv[2], "f16") == 0 ? KLOWP_F16 : KLOWP_BF16;
 	const int64_t only_m = argc > 3 ? atoll(argv[3]) : 0;
+	const int only_lowp = argc > 4 && strcmp(argv[4], "lowp") == 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rt_pool *pool2 = NULL;
 	if (rt_pool_create(2, &pool2) != AIR_OK)
@@ -199,8 +203,9 @@ int main(int argc, char **argv)
 	       (int)(COLD_BYTES >> 20));
 	printf("%-5s %4s %5s %5s | %-28s %-28s | %-28s %-28s\n", "", "M", "N", "K", "lowp 1T", "lowp 2T", "f32 packed 1T",
 	       "f32 packed 2T");
-	static const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
-	static const int64_t Ms[] = {1, 8, 128, 512};
+	static const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}, {768, 768},
+					    {2048, 768},  {768, 2048},	{32000, 768}, {32000, 2048}};
+	static const int64_t Ms[] = {1, 8, 16, 32, 64, 128, 512, 2048};
 	for (size_t im = 0; im < sizeof Ms / sizeof Ms[0]; im++) {
 		const int64_t M = Ms[im];
 		if (only_m && M != only_m)
@@ -211,6 +216,10 @@ int main(int argc, char **argv)
 				char cell[4][64];
 				for (int v = 0; v < 4; v++) {
 					const int lowp = v < 2;
+					if (!lowp && only_lowp) {
+						snprintf(cell[v], sizeof cell[v], "-");
+						continue;
+					}
 					rt_pool *pool = v % 2 ? pool2 : NULL;
 					const int copies = copies_for((size_t)(N * K) * (lowp ? 2 : 4), cold);
 					const result r = bench(lowp, wt, M, N, K, copies, pool, seconds);

@@ -6,6 +6,8 @@
  * output is written, that the workspace asked for is enough (buffers are
  * exactly that size: run it under ASan), and which kernel runs on this ISA.
  * CTest runs it under AIR_ISA=avx512, avx2 and scalar as well.
+ * test_wide covers the bf16 path for large M on AVX512-BF16 (W packed per
+ * call, lowp_w_pack.bf16.c) around its tiles and blocks.
  *
  * Tolerance: the paths sum in f32 in different orders, so an element may be
  * off by about 1e-5 of sum_k |a_k w_k| (with the epilogue's terms). On
@@ -342,6 +344,53 @@ static void test_plans(rt_pool *pool2)
 	}
 }
 
+/* Sizes from 71 rows (below the wide path: lowp_w_pack.bf16.c starts at 72)
+ * up, around that path's 12-row x 32-column tiles, its K blocks (of at
+ * most 2048 k: K below, at and past one and several; odd K) and its W
+ * blocks (64 columns when K is 2048, wider for smaller K), each size with
+ * its own epilogue, strides and threads, then (bf16) on the other thread
+ * count too. Shapes whose plans cut A's rows between tasks (few columns, 2
+ * threads) are among them. */
+static void test_wide(rt_pool *pool2)
+{
+	static const int64_t shapes[][3] = {
+		{72, 32, 32},	{71, 45, 77},	 {73, 1, 5},	  {83, 17, 1},	  {84, 31, 2},	  {85, 33, 3},
+		{95, 47, 255},	{96, 64, 256},	 {97, 65, 257},	  {107, 100, 31}, {72, 96, 2048}, {73, 129, 2049},
+		{100, 600, 97}, {131, 544, 300}, {200, 100, 300}, {300, 40, 129}, {75, 70, 4097}, {97, 257, 1001},
+		{80, 70, 2},	{90, 3, 600},
+	};
+	static const float alphas[] = {1.0f, 0.5f, -2.0f};
+	for (int wt = 0; wt < 2; wt++) {
+		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+			tcase t = {(klowp_type)wt, shapes[s][0], shapes[s][1], shapes[s][2]};
+			t.lda_pad = urand() % 2 ? 0 : 1 + urand() % 40;
+			t.ldw_pad = urand() % 2 ? 0 : 1 + urand() % 40;
+			t.ldc_pad = urand() % 2 ? 0 : 1 + urand() % 5;
+			t.alpha = alphas[urand() % 3];
+			t.bias_n = s % 2 == 0 || urand() % 2;
+			t.bias_m = s % 3 == 0 || urand() % 3 == 0;
+			t.residual = (int)(s % 3);
+			t.act = (k_act)(urand() % (K_ACT_HARDSWISH + 1));
+			t.misalign = urand() % 4 == 0;
+			/* f16 (no wide path) on one thread count */
+			for (int p = 0; p < (wt == KLOWP_BF16 ? 2 : 1); p++) {
+				t.pool = (p + (int)s) % 2 ? pool2 : NULL;
+				run_case(&t);
+			}
+		}
+		/* NaN and Inf past the first K block and in the last column tile */
+		static const int64_t special[][3] = {{80, 70, 2100}, {77, 45, 300}};
+		for (size_t s = 0; s < sizeof special / sizeof special[0]; s++)
+			for (int sp = 1; sp <= 3; sp++) {
+				tcase t = {(klowp_type)wt, special[s][0], special[s][1], special[s][2], 1, 2, 1, 1.0f};
+				t.pool = sp % 2 ? pool2 : NULL;
+				t.bias_n = 1;
+				t.residual = sp == 3 ? 0 : 2;
+				run_case(&t);
+			}
+	}
+}
+
 static void test_kernel_names(void)
 {
 	const unsigned f = kcpu_features();
@@ -371,6 +420,7 @@ int main(void)
 	test_epilogues(pool2);
 	test_special(pool2);
 	test_plans(pool2);
+	test_wide(pool2);
 	rt_pool_destroy(pool2);
 	return check_report("test_gemm_lowp_w");
 }

@@ -9,9 +9,13 @@
  * ep may be NULL (the identity); next_b is ignored.
  *
  * Paths, picked once from kcpu_features() (so AIR_ISA=scalar|avx2|avx512 forces them):
- *   "avx512bf16_dot"  bf16 W on AVX512-BF16: vdpbf16ps on A converted to bf16. The
- *                     instruction treats bf16 subnormals (|x| < 2^-126) as zero, in A and in
- *                     W: such a weight contributes nothing on this path.
+ *   "avx512bf16_dot"  bf16 W on AVX512-BF16: vdpbf16ps on A converted to bf16. Up to 71
+ *                     rows (decode), dot products of A rows and W rows read in place; from 72
+ *                     (prefill) each task packs a W block into its workspace slice in the
+ *                     instruction's pair-interleaved layout, A is packed into 12-row panels,
+ *                     and a 12x32 tile broadcasts A pairs against W (lowp_w_pack.bf16.c).
+ *                     The instruction treats bf16 subnormals (|x| < 2^-126) as zero, in A and
+ *                     in W: such a weight contributes nothing on this path.
  *   "avx2_cvt_fma"    AVX2+FMA(+F16C for f16): W widened to f32, FMA against the rounded A.
  *   "scalar"          portable C. */
 #ifndef AIR_KERNELS_GEMM_LOWP_W_H
@@ -28,8 +32,9 @@ typedef enum { KLOWP_BF16 = 0, KLOWP_F16 = 1 } klowp_type;
 /* Workspace bytes for kgemm_lowp_w with up to nthreads threads (at least
  * rt_pool_size() of the pool passed): room for A rounded to W's type
  * (kept as f32 by the widening paths, so 4 bytes an element whatever the
- * path), plus slack to align it; any alignment of the pointer is accepted.
- * 0 when M or K is 0. */
+ * path), or for the large-M path's packed A and a packed W block per
+ * thread, whichever is larger, plus slack to align it; any alignment of
+ * the pointer is accepted. 0 when M or K is 0. */
 size_t kgemm_lowp_w_workspace_bytes(int64_t M, int64_t K, int nthreads);
 
 /* C = epilogue(A @ W^T). lda >= K, ldw >= K, ldc >= N. pool may be NULL

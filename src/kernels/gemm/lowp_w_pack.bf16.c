@@ -6,13 +6,16 @@
  * vdpbf16ps multiplies lane by lane), and an MR x NR register tile
  * broadcasts one pair of an A row against two vectors of W per k pair.
  * No horizontal sums: the lanes are C's columns. Packing W costs N * K a
- * call (and an A panel), against M * N * K of products.
+ * call (and A, M * K), against M * N * K of products.
  *
- * Loops: KC k at a time (a W block of KC x NC in L2), then MR rows of A
- * (an MR x KC panel in L1) against each NR-column panel of the block.
- * Partial sums of K blocks are kept in C itself: the first block adds
- * bias and residual (read before C is written, so it may alias C), the
- * last applies the activation. */
+ * Loops: K blocks of at most KC k, a task's W block (kc x its columns,
+ * W_BLOCK bytes at most: in L2) packed per block, then MR rows of A
+ * against each NR-column panel of the block. Partial sums of K blocks are
+ * kept in C itself: the first block adds bias and residual (read before C
+ * is written, so it may alias C), the last applies the activation. Long
+ * K blocks won over A panels that fit L1: on a Zen 4 core, 2048 k x 64
+ * columns ran at 215 GFLOP/s where 256 k x 512 columns ran at 198 (C
+ * passes and tile ends cost more than A from L2). */
 #include <immintrin.h>
 
 #include "kernels/common/kernel.h"
@@ -23,15 +26,19 @@
 #define AIR_INLINE static inline __attribute__((always_inline))
 
 /* The tile: MR rows of A, NR = 16 * NV columns of W; MR * NV accumulators,
- * NV W vectors and the broadcast in 32 registers. KC k values (a multiple
- * of 32) and NC columns (a multiple of NR) make a thread's W block. */
-enum { MR = 12, NV = 2, NR = 16 * NV, KC = 256, NC = 512 };
-_Static_assert(MR <= 16 && KC % 32 == 0 && NC % NR == 0, "A panels are transposed 16 rows at a time");
-/* From this many rows of A on, this path (below, lowp_w.bf16.c's dots). */
-enum { MIN_M = 32 };
-/* Up to this many columns a task's block is no narrower than this, when
- * columns are split to give threads tasks. */
-enum { MIN_NB = 128 };
+ * NV W vectors and the broadcast in 32 registers (8 x 48 and 6 x 64 ran
+ * as fast). K blocks of at most KC k (a multiple of 32), a thread's packed
+ * W block at most W_BLOCK bytes (128 and 512 KiB: the same). */
+enum { MR = 12, NV = 2, NR = 16 * NV, KC = 2048, W_BLOCK = 256 * 1024 };
+_Static_assert(MR <= 16, "A panels are transposed 16 rows at a time");
+_Static_assert(KC % 32 == 0 && KC / 2 * NR * 4 <= W_BLOCK, "a W block holds a panel");
+/* From this many rows of A on, this path (below, lowp_w.bf16.c's dots):
+ * at M = 64 the dots were 4-7% faster on 2048 x 2048, from 72 on slower
+ * on every LLM shape measured. */
+enum { MIN_M = 72 };
+/* A task's columns, at least, when columns are split to give threads
+ * tasks. */
+enum { MIN_NB = 64 };
 
 enum { STAGE_FIRST = 1, STAGE_LAST = 2 };
 
@@ -41,6 +48,7 @@ typedef struct pack_job {
 	int64_t lda;
 	uint32_t *a; /* A in panels: panel p's pair kk of row r at a[(p * kp + kk) * MR + r] */
 	int64_t kp;  /* pairs of k: K / 2 rounded up */
+	int64_t kc;  /* k values a K block */
 	uint32_t *w; /* per-thread W blocks, w_slice elements apart */
 	size_t w_slice;
 	int64_t panels, panels_per_task;
@@ -107,36 +115,94 @@ static void pack_a_task(void *ctx, int64_t t, int thread)
 		pack_a_panel(pj, p);
 }
 
+/* 16 rows of W (from w, ldw apart) x 32 k transposed to 16 pairs of k of
+ * 16 columns, NR apart at dst; FULL: all 16 rows, all 32 k. Else rows
+ * from `rows` on and k from kn on are zero (the masked load reads nothing
+ * past them: an odd K's last pair gets a zero), and the pairs past kn are
+ * not stored. */
+AIR_INLINE void pack_w16(const int FULL, const uint16_t *w, int64_t ldw, int rows, int64_t kn, uint32_t *dst)
+{
+	const __mmask32 km = lanes32(kn);
+	__m512 r[16];
+#pragma GCC unroll 16
+	for (int q = 0; q < 16; q++) {
+		if (FULL)
+			r[q] = _mm512_castsi512_ps(_mm512_loadu_si512(w + q * ldw));
+		else
+			r[q] = q < rows ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(km, w + q * ldw)) : _mm512_setzero_ps();
+	}
+	k16_transpose(r);
+#pragma GCC unroll 16
+	for (int t = 0; t < 16; t++)
+		if (FULL || 2 * t < kn)
+			_mm512_storeu_ps(dst + t * NR, r[t]);
+}
+
 /* W rows [n0, n1) x k [k0, k0 + kc) into panels of NR columns, panel q at
- * dst + q * kpb * NR holding pair kk of column c at [kk * NR + c]: 16 rows
- * x 16 pairs transposed at a time. Columns past n1 up to the panel's end
- * are zero; the odd K's last pair is padded with zero by the masked load,
- * which reads nothing past K. */
+ * dst + q * kpb * NR holding pair kk of column c at [kk * NR + c]. Columns
+ * past n1 up to the panel's end are zero. */
 static void pack_w(const klowp_job *j, int64_t n0, int64_t n1, int64_t k0, int64_t kc, uint32_t *dst)
 {
 	const int64_t kpb = (kc + 1) / 2;
 	const int64_t n_end = n0 + round_up(n1 - n0, NR);
 	for (int64_t n = n0; n < n_end; n += 16) {
 		uint32_t *panel = dst + (n - n0) / NR * kpb * NR + (n - n0) % NR;
-		const uint16_t *w = j->W + n * j->ldw + k0;
-		for (int64_t kk = 0; kk < kpb; kk += 16) {
-			const __mmask32 km = lanes32(kc - 2 * kk);
-			__m512 r[16];
-#pragma GCC unroll 16
-			for (int q = 0; q < 16; q++)
-				r[q] = n + q < n1 ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(km, w + q * j->ldw + 2 * kk))
-						  : _mm512_setzero_ps();
-			k16_transpose(r);
-			const int nk = (int)k_min64(16, kpb - kk);
-			for (int t = 0; t < nk; t++)
-				_mm512_storeu_ps(panel + (kk + t) * NR, r[t]);
-		}
+		const uint16_t *w = j->W + k_min64(n, n1 - 1) * j->ldw + k0;
+		const int rows = (int)k_min64(16, n1 - n);
+		int64_t kk = 0;
+		if (rows == 16)
+			for (; 2 * kk + 32 <= kc; kk += 16)
+				pack_w16(1, w + 2 * kk, j->ldw, 16, 32, panel + kk * NR);
+		for (; kk < kpb; kk += 16)
+			pack_w16(0, w + 2 * kk, j->ldw, rows, kc - 2 * kk, panel + kk * NR);
 	}
 }
 
-/* acc[MR][NR] over kp pairs: a at an A panel's first pair, w at a W
- * panel's; the sums to tile (row stride NR). */
-static void ukernel(int64_t kp, const uint32_t *a, const uint32_t *w, float *tile)
+/* An m x n tile of one K block's sums into C: the first block adds the
+ * epilogue's linear terms (the residual read before C is written), later
+ * ones add to C; the last applies the activation, with the formulas the
+ * other paths use (kref_act_f32). Full tiles store whole vectors (FULL),
+ * edge tiles masked ones. */
+AIR_INLINE void finish(const int FULL, const klowp_job *j, int stage, int64_t i0, int m, int64_t n0, int n,
+		       const __m512 *acc)
+{
+	const k_epilogue *ep = j->ep;
+	const __m512 alpha = _mm512_set1_ps(ep->alpha);
+#pragma GCC unroll 16
+	for (int r = 0; r < MR; r++) {
+		if (!FULL && r >= m)
+			break;
+		const int64_t i = i0 + r;
+		float *c = j->C + i * j->ldc + n0;
+		const float *res = ep->residual ? ep->residual + i * ep->ld_residual + n0 : NULL;
+#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++) {
+			const __mmask16 k = FULL ? (__mmask16)0xffff : k16_lanes(n - 16 * v);
+			__m512 x = _mm512_mul_ps(alpha, acc[r * NV + v]);
+			if (stage & STAGE_FIRST) {
+				if (ep->bias_n)
+					x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, ep->bias_n + n0 + 16 * v));
+				if (ep->bias_m)
+					x = _mm512_add_ps(x, _mm512_set1_ps(ep->bias_m[i]));
+				if (res)
+					x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, res + 16 * v));
+			} else {
+				x = _mm512_add_ps(_mm512_maskz_loadu_ps(k, c + 16 * v), x);
+			}
+			if (FULL)
+				_mm512_storeu_ps(c + 16 * v, x);
+			else
+				_mm512_mask_storeu_ps(c + 16 * v, k, x);
+		}
+		if ((stage & STAGE_LAST) && ep->act != K_ACT_NONE)
+			kref_act_f32(c, n, ep->act);
+	}
+}
+
+/* C[i0 .. i0 + m) x [n0 .. n0 + n) += one K block: acc[MR][NR] over kp
+ * pairs, a at an A panel's first pair of the block, w at a W panel's. */
+static void tile(const klowp_job *j, int stage, int64_t kp, const uint32_t *a, const uint32_t *w, int64_t i0, int m,
+		 int64_t n0, int n)
 {
 	__m512 acc[MR * NV];
 #pragma GCC unroll 32
@@ -155,40 +221,29 @@ static void ukernel(int64_t kp, const uint32_t *a, const uint32_t *w, float *til
 				acc[r * NV + v] = _mm512_dpbf16_ps(acc[r * NV + v], av, wv[v]);
 		}
 	}
-#pragma GCC unroll 32
-	for (int t = 0; t < MR * NV; t++)
-		_mm512_storeu_ps(tile + 16 * t, acc[t]);
+	if (m == MR && n == NR)
+		finish(1, j, stage, i0, m, n0, n, acc);
+	else
+		finish(0, j, stage, i0, m, n0, n, acc);
 }
 
-/* An m x n tile of one K block's sums into C: the first block adds the
- * epilogue's linear terms (the residual read before C is written), later
- * ones add to C; the last applies the activation, with the formulas the
- * other paths use (kref_act_f32). */
-static void finish(const klowp_job *j, int stage, int64_t i0, int m, int64_t n0, int n, const float *tile)
+/* The C tile finish will read and write (and the residual, for the first
+ * K block), fetched while the tile is computed: it comes from L3 or
+ * further (the whole of a task's C goes by between two K blocks), and
+ * waiting for it took 4-10% of the time. Always inlined: GCC 12 drops the
+ * calls to a static function of prefetches alone as free of effects. */
+AIR_INLINE void prefetch_c(const klowp_job *j, int stage, int64_t i0, int m, int64_t n0)
 {
 	const k_epilogue *ep = j->ep;
-	const __m512 alpha = _mm512_set1_ps(ep->alpha);
+	const float *c = j->C + i0 * j->ldc + n0;
+	const float *res = (stage & STAGE_FIRST) && ep->residual ? ep->residual + i0 * ep->ld_residual + n0 : NULL;
 	for (int r = 0; r < m; r++) {
-		const int64_t i = i0 + r;
-		float *c = j->C + i * j->ldc + n0;
-		const float *res = ep->residual ? ep->residual + i * ep->ld_residual + n0 : NULL;
-		for (int v = 0; v * 16 < n; v++) {
-			const __mmask16 k = k16_lanes(n - 16 * v);
-			__m512 x = _mm512_mul_ps(alpha, _mm512_loadu_ps(tile + r * NR + 16 * v));
-			if (stage & STAGE_FIRST) {
-				if (ep->bias_n)
-					x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, ep->bias_n + n0 + 16 * v));
-				if (ep->bias_m)
-					x = _mm512_add_ps(x, _mm512_set1_ps(ep->bias_m[i]));
-				if (res)
-					x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, res + 16 * v));
-			} else {
-				x = _mm512_add_ps(_mm512_maskz_loadu_ps(k, c + 16 * v), x);
-			}
-			_mm512_mask_storeu_ps(c + 16 * v, k, x);
+		_mm_prefetch((const char *)(c + r * j->ldc), _MM_HINT_T0);
+		_mm_prefetch((const char *)(c + r * j->ldc + NR - 1), _MM_HINT_T0);
+		if (res) {
+			_mm_prefetch((const char *)(res + r * ep->ld_residual), _MM_HINT_T0);
+			_mm_prefetch((const char *)(res + r * ep->ld_residual + NR - 1), _MM_HINT_T0);
 		}
-		if ((stage & STAGE_LAST) && ep->act != K_ACT_NONE)
-			kref_act_f32(c, n, ep->act);
 	}
 }
 
@@ -202,23 +257,21 @@ static void gemm_task(void *ctx, int64_t t, int thread)
 	const int64_t m0 = im * pj->mb, m1 = k_min64(j->M, m0 + pj->mb);
 	const int64_t n0 = jn * pj->nb, n1 = k_min64(j->N, n0 + pj->nb);
 	uint32_t *w = pj->w + (size_t)thread * pj->w_slice;
-	float tile[MR * NR];
-	for (int64_t k0 = 0; k0 < j->K; k0 += KC) {
-		const int64_t kc = k_min64(KC, j->K - k0), kpb = (kc + 1) / 2;
-		const int stage = (k0 == 0 ? STAGE_FIRST : 0) | (k0 + KC >= j->K ? STAGE_LAST : 0);
+	for (int64_t k0 = 0; k0 < j->K; k0 += pj->kc) {
+		const int64_t kc = k_min64(pj->kc, j->K - k0), kpb = (kc + 1) / 2;
+		const int stage = (k0 == 0 ? STAGE_FIRST : 0) | (k0 + kc >= j->K ? STAGE_LAST : 0);
 		pack_w(j, n0, n1, k0, kc, w);
 		for (int64_t i = m0; i < m1; i += MR) {
 			const uint32_t *a = pj->a + ((i / MR) * pj->kp + k0 / 2) * MR;
 			for (int64_t n = n0; n < n1; n += NR) {
-				ukernel(kpb, a, w + (n - n0) / NR * kpb * NR, tile);
-				finish(j, stage, i, (int)k_min64(MR, m1 - i), n, (int)k_min64(NR, n1 - n), tile);
+				prefetch_c(j, stage, i, (int)k_min64(MR, m1 - i), n);
+				tile(j, stage, kpb, a, w + (n - n0) / NR * kpb * NR, i, (int)k_min64(MR, m1 - i), n,
+				     (int)k_min64(NR, n1 - n));
 			}
 		}
 	}
 }
 
-/* A rounded into panels, then W blocks of NC columns at most, split further
- * (and then A's rows) until each thread has two tasks. */
 static size_t a_bytes(int64_t M, int64_t K)
 {
 	return (size_t)round_up(M, MR) * (size_t)((K + 1) / 2) * sizeof(uint32_t);
@@ -226,15 +279,16 @@ static size_t a_bytes(int64_t M, int64_t K)
 
 static size_t pack_workspace(int64_t M, int64_t K, int nthreads)
 {
-	const size_t slice = (size_t)(KC / 2) * NC * sizeof(uint32_t);
-	return k_align64(a_bytes(M, K)) + (size_t)nthreads * slice;
+	return k_align64(a_bytes(M, K)) + (size_t)nthreads * W_BLOCK;
 }
 
+/* A rounded into panels, then tasks of W blocks (and, with few columns,
+ * of A's rows). */
 static void pack_run(const klowp_job *j, const float *A, int64_t lda, rt_pool *pool, void *room)
 {
 	const int nthreads = rt_pool_size(pool);
 	const int64_t M = j->M, N = j->N, K = j->K;
-	pack_job pj = {j, A, lda, room, (K + 1) / 2, NULL, (size_t)(KC / 2) * NC, 0, 0, 0, 0, 0, 0};
+	pack_job pj = {j, A, lda, room, (K + 1) / 2, 0, NULL, W_BLOCK / sizeof(uint32_t), 0, 0, 0, 0, 0, 0};
 	pj.w = (uint32_t *)((char *)room + k_align64(a_bytes(M, K)));
 
 	pj.panels = k_cdiv(M, MR);
@@ -242,11 +296,16 @@ static void pack_run(const klowp_job *j, const float *A, int64_t lda, rt_pool *p
 	pj.panels_per_task = k_cdiv(pj.panels, atasks);
 	rt_pool_run(pool, k_cdiv(pj.panels, pj.panels_per_task), pack_a_task, &pj);
 
-	int64_t nn = k_cdiv(N, NC), nm = 1;
-	const int64_t want = nthreads > 1 ? 2 * (int64_t)nthreads : 1;
+	/* K blocks of even size, W blocks as wide as W_BLOCK lets them be */
+	pj.kc = round_up(k_cdiv(K, k_cdiv(K, KC)), 32);
+	const int64_t nc = (int64_t)(pj.w_slice / (size_t)(pj.kc / 2)) / NR * NR;
+	/* tasks in a multiple of the threads (5 blocks of 2048 x 768 x 768 on
+	 * 2 threads ran at 73% of 6), at least 2 each */
+	const int64_t nn0 = k_cdiv(N, nc), want = nthreads > 1 ? 2 * (int64_t)nthreads : 1;
+	int64_t nn = nn0 < want ? want : round_up(nn0, nthreads), nm = 1;
+	nn = k_min64(nn, N / MIN_NB);
+	nn = nn < nn0 ? nn0 : nn;
 	if (nn < want)
-		nn = (nn > want ? nn : k_min64(want, N / MIN_NB));
-	if (nn * nm < want)
 		nm = k_min64(k_cdiv(want, nn), k_cdiv(M, 4 * MR));
 	pj.nb = round_up(k_cdiv(N, nn), NR);
 	pj.nn = k_cdiv(N, pj.nb);
