@@ -35,6 +35,27 @@ static void f32_to_bf16(const uint32_t *restrict x, uint16_t *restrict y, int64_
 	}
 }
 
+static bool has_f16c(void)
+{
+#ifdef AIR_HAVE_X86
+	return (kcpu_features() & KCPU_F16C) && (kcpu_features() & KCPU_AVX2);
+#else
+	return false;
+#endif
+}
+
+void kcast_f32_to_half(air_dtype to, const float *x, uint16_t *y, int64_t n)
+{
+	if (to == AIR_BF16) {
+		f32_to_bf16((const uint32_t *)x, y, n);
+	} else if (has_f16c()) {
+		kcast_f32_to_f16_f16c(x, y, n);
+	} else {
+		for (int64_t i = 0; i < n; i++)
+			y[i] = k_f32_to_f16(x[i]);
+	}
+}
+
 static void half_task(void *ctx, int64_t t, int thread)
 {
 	(void)thread;
@@ -78,9 +99,7 @@ static air_status half_run(const k_call *call)
 		      false};
 	if (call->in[0].numel != j.n)
 		return kref_cast(call);
-#ifdef AIR_HAVE_X86
-	j.f16c = (kcpu_features() & KCPU_F16C) && (kcpu_features() & KCPU_AVX2);
-#endif
+	j.f16c = has_f16c();
 	if (j.n > 0)
 		rt_pool_run(call->pool, (j.n + K_GRAIN - 1) / K_GRAIN, half_task, &j);
 	return AIR_OK;
