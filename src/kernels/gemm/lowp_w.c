@@ -16,6 +16,7 @@
 #include "kernels/common/half.h"
 #include "kernels/common/kernel.h"
 #include "kernels/gemm/lowp_w_internal.h"
+#include "kernels/gemm/ukernel.h"
 
 /* Up to this many rows every task takes all of A (decode). */
 enum { KLOWP_THIN_M = 8 };
@@ -60,7 +61,7 @@ void klowp_finish(const klowp_job *j, int64_t m0, int m, int64_t n0, int n, cons
 			c[q] = v;
 		}
 		if (ep->act != K_ACT_NONE)
-			kref_act_f32(c, n, ep->act);
+			kgemm_epilogue_row(c, NULL, n, ep->act); /* vmath: as the f32 GEMM */
 	}
 }
 

@@ -22,6 +22,7 @@
 #include "kernels/common/lanes_avx512.h"
 #include "kernels/common/transpose_avx512.h"
 #include "kernels/gemm/lowp_w_internal.h"
+#include "kernels/gemm/ukernel.h"
 
 #define AIR_INLINE static inline __attribute__((always_inline))
 
@@ -161,7 +162,7 @@ static void pack_w(const klowp_job *j, int64_t n0, int64_t n1, int64_t k0, int64
 /* An m x n tile of one K block's sums into C: the first block adds the
  * epilogue's linear terms (the residual read before C is written), later
  * ones add to C; the last applies the activation, with the formulas the
- * other paths use (kref_act_f32). Full tiles store whole vectors (FULL),
+ * f32 GEMM uses (kgemm_epilogue_row: vmath). Full tiles store whole vectors (FULL),
  * edge tiles masked ones. */
 AIR_INLINE void finish(const int FULL, const klowp_job *j, int stage, int64_t i0, int m, int64_t n0, int n,
 		       const __m512 *acc)
@@ -195,7 +196,7 @@ AIR_INLINE void finish(const int FULL, const klowp_job *j, int stage, int64_t i0
 				_mm512_mask_storeu_ps(c + 16 * v, k, x);
 		}
 		if ((stage & STAGE_LAST) && ep->act != K_ACT_NONE)
-			kref_act_f32(c, n, ep->act);
+			kgemm_epilogue_row(c, NULL, n, ep->act); /* vmath: as the f32 GEMM */
 	}
 }
 
