@@ -62,8 +62,14 @@ def _build(config: str, dtype: Any) -> Any:
 
     torch.manual_seed(0)
     cfg = LlamaConfig(**CONFIGS[config], torch_dtype=dtype)
-    with torch.device("cpu"):
+    # built in its dtype (a bf16 model built in fp32 first would set the
+    # process's peak RSS at twice its weights, whatever runs it after)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
         model = LlamaForCausalLM(cfg)
+    finally:
+        torch.set_default_dtype(default)
     # small weights keep the random model's logits in a sane range
     with torch.no_grad():
         for p in model.parameters():
