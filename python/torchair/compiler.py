@@ -207,10 +207,11 @@ def lower_subgraph(
     result = out_node.args[0]
     single = not isinstance(result, (tuple, list))
     results = [result] if single else list(result)
+    outs = [L.value(r) for r in results]  # Unsupported for one that is not a single tensor
     out_dtypes = [meta(r).dtype for r in results]
     # 16-bit outputs are computed in f32 (lowering/core.py: LOW_PRECISION)
-    outs = [L.node("cast", [L.value(r)], {"dtype": storage_dtype(dt)}) if dt in LOW_PRECISION else L.value(r)
-            for r, dt in zip(results, out_dtypes)]
+    outs = [L.node("cast", [v], {"dtype": storage_dtype(dt)}) if dt in LOW_PRECISION else v
+            for v, dt in zip(outs, out_dtypes)]
     L.g.outputs(outs)
     model = L.g.compile(
         in_dtypes, out_dtypes, _empty, flags=_compile_flags(config),
