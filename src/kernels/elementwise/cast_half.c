@@ -44,15 +44,27 @@ static bool has_f16c(void)
 #endif
 }
 
-void kcast_f32_to_half(air_dtype to, const float *x, uint16_t *y, int64_t n)
+static void narrow(air_dtype to, const float *x, uint16_t *y, int64_t n, bool f16c)
 {
 	if (to == AIR_BF16) {
 		f32_to_bf16((const uint32_t *)x, y, n);
-	} else if (has_f16c()) {
+	} else if (f16c) {
 		kcast_f32_to_f16_f16c(x, y, n);
 	} else {
 		for (int64_t i = 0; i < n; i++)
 			y[i] = k_f32_to_f16(x[i]);
+	}
+}
+
+static void widen(air_dtype from, const uint16_t *x, float *y, int64_t n, bool f16c)
+{
+	if (from == AIR_BF16) {
+		bf16_to_f32(x, (uint32_t *)y, n);
+	} else if (f16c) {
+		kcast_f16_to_f32_f16c(x, y, n);
+	} else {
+		for (int64_t i = 0; i < n; i++)
+			y[i] = k_f16_to_f32(x[i]);
 	}
 }
 
@@ -61,29 +73,17 @@ static void half_task(void *ctx, int64_t t, int thread)
 	(void)thread;
 	const half_job *j = ctx;
 	const int64_t i0 = t * K_GRAIN, n = j->n - i0 < K_GRAIN ? j->n - i0 : K_GRAIN;
-	if (j->from == AIR_BF16) {
-		bf16_to_f32((const uint16_t *)j->x + i0, (uint32_t *)j->y + i0, n);
-	} else if (j->to == AIR_BF16) {
-		f32_to_bf16((const uint32_t *)j->x + i0, (uint16_t *)j->y + i0, n);
-	} else if (j->from == AIR_F16) {
-		const uint16_t *x = (const uint16_t *)j->x + i0;
-		float *y = (float *)j->y + i0;
-		if (j->f16c) {
-			kcast_f16_to_f32_f16c(x, y, n);
-		} else {
-			for (int64_t i = 0; i < n; i++)
-				y[i] = k_f16_to_f32(x[i]);
-		}
-	} else {
-		const float *x = (const float *)j->x + i0;
-		uint16_t *y = (uint16_t *)j->y + i0;
-		if (j->f16c) {
-			kcast_f32_to_f16_f16c(x, y, n);
-		} else {
-			for (int64_t i = 0; i < n; i++)
-				y[i] = k_f32_to_f16(x[i]);
-		}
-	}
+	if (j->to == AIR_F32)
+		widen(j->from, (const uint16_t *)j->x + i0, (float *)j->y + i0, n, j->f16c);
+	else
+		narrow(j->to, (const float *)j->x + i0, (uint16_t *)j->y + i0, n, j->f16c);
+}
+
+void kcast_half(rt_pool *pool, air_dtype from, air_dtype to, const void *x, void *y, int64_t n)
+{
+	half_job j = {x, y, from, to, n, has_f16c()};
+	if (n > 0)
+		rt_pool_run(pool, (n + K_GRAIN - 1) / K_GRAIN, half_task, &j);
 }
 
 static bool half_supports(const k_call *call)
@@ -95,13 +95,10 @@ static bool half_supports(const k_call *call)
 
 static air_status half_run(const k_call *call)
 {
-	half_job j = {call->in[0].data, call->out[0].data, call->in[0].dtype, call->out[0].dtype, call->out[0].numel,
-		      false};
-	if (call->in[0].numel != j.n)
+	if (call->in[0].numel != call->out[0].numel)
 		return kref_cast(call);
-	j.f16c = has_f16c();
-	if (j.n > 0)
-		rt_pool_run(call->pool, (j.n + K_GRAIN - 1) / K_GRAIN, half_task, &j);
+	kcast_half(call->pool, call->in[0].dtype, call->out[0].dtype, call->in[0].data, call->out[0].data,
+		   call->out[0].numel);
 	return AIR_OK;
 }
 

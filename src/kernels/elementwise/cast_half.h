@@ -10,10 +10,10 @@
 
 extern const k_kernel kfast_cast_half;
 
-/* f32 -> bf16 or f16 (to), n values, on the calling thread: what this
- * kernel's tasks run, for other kernels that narrow their own results
+/* n values from f32 to bf16/f16 or back (one side f32), split over the
+ * pool: the kernel's own loop, for other kernels that narrow their results
  * (kernels/matmul/linear_lowp.c). */
-void kcast_f32_to_half(air_dtype to, const float *x, uint16_t *y, int64_t n);
+void kcast_half(rt_pool *pool, air_dtype from, air_dtype to, const void *x, void *y, int64_t n);
 
 /* The F16C loops (cast_half.avx2.c): n values, round to nearest even. */
 void kcast_f16_to_f32_f16c(const uint16_t *x, float *y, int64_t n);

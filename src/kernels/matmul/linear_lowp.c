@@ -75,27 +75,6 @@ static size_t lowp_ws(const k_call *call, int nthreads)
 	return k_align64((size_t)(rows * N) * sizeof(float)) + kgemm_lowp_w_workspace_bytes(rows, K, nthreads);
 }
 
-typedef struct narrow_job {
-	air_dtype to;
-	const float *src;
-	uint16_t *dst;
-	int64_t n;
-} narrow_job;
-
-static void narrow_task(void *ctx, int64_t t, int thread)
-{
-	(void)thread;
-	const narrow_job *j = ctx;
-	int64_t i0 = t * K_GRAIN, n = j->n - i0 < K_GRAIN ? j->n - i0 : K_GRAIN;
-	kcast_f32_to_half(j->to, j->src + i0, j->dst + i0, n);
-}
-
-static void narrow(rt_pool *pool, air_dtype to, const float *src, uint16_t *dst, int64_t n)
-{
-	narrow_job j = {to, src, dst, n};
-	rt_pool_run(pool, (n + K_GRAIN - 1) / K_GRAIN, narrow_task, &j);
-}
-
 static air_status lowp_run(const k_call *call)
 {
 	klinear_lowp a;
@@ -114,7 +93,7 @@ static air_status lowp_run(const k_call *call)
 		int64_t m = a.M - m0 < rows ? a.M - m0 : rows;
 		kgemm_lowp_w(a.wt, m, a.N, a.K, x + m0 * a.K, a.K, call->in[1].data, a.K, scratch, a.N, &a.ep, call->pool,
 			     ws);
-		narrow(call->pool, call->out[0].dtype, scratch, y + m0 * a.N, m * a.N);
+		kcast_half(call->pool, AIR_F32, call->out[0].dtype, scratch, y + m0 * a.N, m * a.N);
 	}
 	return AIR_OK;
 }
