@@ -28,7 +28,8 @@ static const k_kernel *const addmm[] = {&kfast_addmm_packed, &kfast_addmm, NULL}
 static const k_kernel *const linear[] = {&kfast_linear_lowp_w, &kfast_linear_rows, &kfast_linear_packed, &kfast_linear, NULL};
 static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
 static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, NULL};
-static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
+static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_lowp_1x1, &kfast_conv2d_nhwc_lowp_im2col,
+						&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
 						&kfast_conv2d_nhwc_winograd, &kfast_conv2d_nhwc_implicit,
 						&kfast_conv2d_nhwc_im2col, NULL};
 static const k_kernel *const permute[] = {&kfast_permute_swap, NULL};
@@ -106,5 +107,6 @@ bool kreg_prepared_replaces_input(const k_kernel *k, int input)
 	return k == &kfast_linear_packed || k == &kfast_conv2d_nhwc_1x1 || k == &kfast_conv2d_nhwc_im2col ||
 	       k == &kfast_conv2d_nhwc_implicit || k == &kfast_conv2d_implicit_nchw ||
 	       k == &kfast_conv2d_im2col_channels_last ||
-	       k == &kfast_conv2d_nhwc_winograd || k == &kfast_conv2d_nhwc_depthwise || k == &kfast_conv2d_1x1_t;
+	       k == &kfast_conv2d_nhwc_winograd || k == &kfast_conv2d_nhwc_depthwise || k == &kfast_conv2d_1x1_t ||
+	       k == &kfast_conv2d_nhwc_lowp_im2col;
 }

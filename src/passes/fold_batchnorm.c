@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/common/half.h"
 #include "ops/op.h"
 #include "passes/pass.h"
 
@@ -27,15 +28,29 @@ static int bias_attr(int op)
 
 static double get(const void *p, air_dtype dt, int64_t i)
 {
-	return dt == AIR_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+	switch (dt) {
+	case AIR_F32: return (double)((const float *)p)[i];
+	case AIR_BF16: return (double)k_bf16_to_f32(((const uint16_t *)p)[i]);
+	case AIR_F16: return (double)k_f16_to_f32(((const uint16_t *)p)[i]);
+	default: return ((const double *)p)[i];
+	}
 }
 
+/* v rounded to dt; to a 16-bit type through f32, so it may round twice
+ * (off by at most a 16-bit ulp, against half an ulp rounded once). */
 static void put(void *p, air_dtype dt, int64_t i, double v)
 {
-	if (dt == AIR_F32)
-		((float *)p)[i] = (float)v;
-	else
-		((double *)p)[i] = v;
+	switch (dt) {
+	case AIR_F32: ((float *)p)[i] = (float)v; break;
+	case AIR_BF16: ((uint16_t *)p)[i] = k_f32_to_bf16((float)v); break;
+	case AIR_F16: ((uint16_t *)p)[i] = k_f32_to_f16((float)v); break;
+	default: ((double *)p)[i] = v;
+	}
+}
+
+static bool is_16bit(air_dtype dt)
+{
+	return dt == AIR_BF16 || dt == AIR_F16;
 }
 
 static int64_t numel_of(const ir_value *v)
@@ -57,7 +72,7 @@ static bool foldable_product(const air_graph *g, const ir_node *n, int64_t *chan
 	if (n->attrs[a + 1].i != 0 || n->attrs[a + 2].i != 0)
 		return false;
 	const ir_value *w = &g->values[n->in[1]];
-	if (w->kind != IR_CONSTANT || (w->dtype != AIR_F32 && w->dtype != AIR_F64))
+	if (w->kind != IR_CONSTANT || (w->dtype != AIR_F32 && w->dtype != AIR_F64 && !is_16bit(w->dtype)))
 		return false;
 	if (n->n_in > 2 && g->values[n->in[2]].kind != IR_CONSTANT)
 		return false;
@@ -162,6 +177,9 @@ static air_status apply(air_graph *g, int p, const double *s, const double *t, i
 	air_dtype dt = g->values[wv].dtype;
 	int64_t wn = numel_of(&g->values[wv]), per = C ? wn / C : 0;
 	size_t es = air_dtype_size(dt);
+	/* a 16-bit weight's bias is f32 (the op's rule: everything but the
+	 * weight f32); the new weight keeps the weight's own type */
+	air_dtype bdt = is_16bit(dt) ? AIR_F32 : dt;
 	/* the new weight: in place if this pass made it already */
 	void *w = made_here(g, wv, first_const) ? (void *)ir_constant_data(g, wv) : NULL;
 	if (w) {
@@ -209,12 +227,12 @@ static air_status apply(air_graph *g, int p, const double *s, const double *t, i
 	air_value bv = has_bias ? n->in[2] : NO_VALUE;
 	void *b = has_bias && made_here(g, bv, first_const) ? (void *)ir_constant_data(g, bv) : NULL;
 	if (!b) {
-		b = malloc(es * (size_t)(C ? C : 1));
+		b = malloc(air_dtype_size(bdt) * (size_t)(C ? C : 1));
 		if (!b)
 			return air_error(AIR_OUT_OF_MEMORY, "fold_batchnorm: no memory for a bias");
 		const void *old = has_bias ? ir_constant_data(g, bv) : NULL;
 		for (int64_t c = 0; c < C; c++)
-			put(b, dt, c, old ? get(old, dt, c) : 0.0);
+			put(b, bdt, c, old ? get(old, bdt, c) : 0.0);
 		if (!has_bias) {
 			air_value *in = realloc(n->in, sizeof *in * 3);
 			if (!in) {
@@ -225,14 +243,14 @@ static air_status apply(air_graph *g, int p, const double *s, const double *t, i
 			n->n_in = 3;
 		}
 		int64_t dims[1] = {C};
-		AIR_TRY(ir_add_owned_constant(g, dt, 1, dims, b, &bv));
+		AIR_TRY(ir_add_owned_constant(g, bdt, 1, dims, b, &bv));
 		n = &g->nodes[p];
 		n->in[2] = bv;
 		n->attrs[a].i = 1;
 		n->attrs[a].set = true;
 	}
 	for (int64_t c = 0; c < C; c++)
-		put(b, dt, c, get(b, dt, c) * s[c] + t[c]);
+		put(b, bdt, c, get(b, bdt, c) * s[c] + t[c]);
 	return AIR_OK;
 }
 

@@ -4,7 +4,8 @@
  *
  * A region is a connected set of nodes, linked by the [N, C, H, W] values
  * they pass each other, of these kinds:
- *   conv2d      f32, constant weight (its kernel packs it at compile time);
+ *   conv2d      f32, constant weight (its kernel packs it at compile time),
+ *               or a 16-bit weight (its kernels are channels-last only);
  *   pooling     max_pool2d, avg_pool2d, adaptive_avg_pool2d, rank 4, and
  *               mean over H and W (the global pool that usually ends it:
  *               with keepdim it becomes the NHWC adaptive pool to [1, 1],
@@ -128,6 +129,15 @@ static bool conv_is_narrow(const air_graph *g, const ir_node *n)
 	return kconv_implicit_fits(x->dims[1], attr_i(n, "groups", 1), w->dims[2], w->dims[3], dil[1]);
 }
 
+/* A conv with a 16-bit weight (bf16, f16): its fast kernels are
+ * channels-last only (kernels/conv/conv_nhwc_lowp.c), so it always
+ * converts, weight constant or not. */
+static bool conv_has_lowp_weight(const air_graph *g, const ir_node *n)
+{
+	air_dtype w = val(g, n->in[1])->dtype;
+	return n->op == OP_conv2d && (w == AIR_BF16 || w == AIR_F16);
+}
+
 /* A conv that NHWC runs much faster than NCHW on its own: spatial, stride
  * 1 (Winograd, 1.7-2.6x; im2col about 1.3x). A strided spatial conv gains
  * less (1.15-1.5x), which two permutes can outweigh. */
@@ -136,7 +146,7 @@ static bool conv_is_strong(const air_graph *g, const ir_node *n)
 	static const int64_t ones[2] = {1, 1};
 	int64_t st[2];
 	int si = pass_attr_index(n->op, "stride");
-	if (si < 0)
+	if (si < 0 || conv_has_lowp_weight(g, n))
 		return true;
 	kref_pair(n->attrs[si].ints, n->attrs[si].n, ones, st);
 	return !conv_is_pointwise(g, n) && !conv_is_narrow(g, n) && st[0] == 1 && st[1] == 1;
@@ -215,7 +225,7 @@ static int classify(const air_graph *g, const ir_node *n)
 	case OP_conv2d: {
 		const ir_value *w = val(g, n->in[1]);
 		for (int i = 0; i < n->n_in; i++)
-			if (val(g, n->in[i])->dtype != AIR_F32)
+			if (val(g, n->in[i])->dtype != AIR_F32 && !(i == 1 && conv_has_lowp_weight(g, n)))
 				return K_OTHER;
 		/* an act this pass does not know of would be lost */
 		for (int a = 0; a < op_get(n->op)->n_attrs; a++) {
@@ -225,7 +235,8 @@ static int classify(const air_graph *g, const ir_node *n)
 			    strcmp(name, "has_residual"))
 				return K_OTHER;
 		}
-		return x->rank == 4 && w->kind == IR_CONSTANT && w->rank == 4 ? K_CONV : K_OTHER;
+		bool packable = w->kind == IR_CONSTANT || conv_has_lowp_weight(g, n);
+		return x->rank == 4 && packable && w->rank == 4 ? K_CONV : K_OTHER;
 	}
 	case OP_max_pool2d:
 	case OP_avg_pool2d:
@@ -499,12 +510,14 @@ static air_status run(layout_ctx *c, pass_log *log)
 		}
 	}
 	/* regions with a conv that wants NHWC: anything but a pointwise or a
-	 * narrow one (a region of those, pools and elementwise ops stays NCHW) */
+	 * narrow one (a region of those, pools and elementwise ops stays NCHW),
+	 * or any with a 16-bit weight */
 	char *has_conv = calloc((size_t)n0 + 1, 1);
 	if (!has_conv)
 		return air_error(AIR_OUT_OF_MEMORY, "layout: no memory");
 	for (int k = 0; k < n0; k++)
-		if (c->kind[k] == K_CONV && !conv_is_pointwise(g, &g->nodes[k]) && !conv_is_narrow(g, &g->nodes[k]))
+		if (c->kind[k] == K_CONV && ((!conv_is_pointwise(g, &g->nodes[k]) && !conv_is_narrow(g, &g->nodes[k])) ||
+					     conv_has_lowp_weight(g, &g->nodes[k])))
 			has_conv[find(c->parent, k)] = 1;
 	drop_weak_regions(g, c, n0, has_conv);
 	int regions = 0, convs = 0, pools = 0, elems = 0, cats = 0;
@@ -522,7 +535,7 @@ static air_status run(layout_ctx *c, pass_log *log)
 	}
 	free(has_conv);
 	if (regions == 0) {
-		pass_logf(log, "layout: no region with a conv2d other than 1x1 or narrow; nothing changed\n");
+		pass_logf(log, "layout: no region with a conv2d other than 1x1 or narrow (f32); nothing changed\n");
 		return AIR_OK;
 	}
 	/* which values cross the edge */

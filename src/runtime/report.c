@@ -181,6 +181,8 @@ static size_t prepared_bytes(const air_model *m, const rt_step *st, int *estimat
 	    st->kernel == &kfast_conv2d_im2col_channels_last ||
 	    st->kernel == &kfast_conv2d_1x1_t)
 		return kconv_nhwc_prepared_bytes(st->prepared, source);
+	if (st->kernel == &kfast_conv2d_nhwc_lowp_im2col)
+		return kconv_lowp_prepared_bytes(st->prepared);
 	if (st->kernel == &kfast_conv2d_nhwc_winograd)
 		return kconv_winograd_prepared_bytes(st->prepared, source);
 	const ir_node *n = &m->g->nodes[st->node];

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/common/half.h"
 #include "op_harness.h"
 
 static void *compile_run(const char *op, const th_arg *args, int n, const air_attr *attrs, int na, uint32_t flags,
@@ -286,6 +287,111 @@ static void test_conv(void)
 	}
 }
 
+/* ---- 16-bit weights (conv_nhwc_lowp.c) ------------------------------------ */
+
+static const char *LOWP_PW = "conv2d_nhwc_lowp_1x1", *LOWP_I2C = "conv2d_nhwc_lowp_im2col";
+
+/* conv2d_nhwc with an f32 x and a wt (bf16 or f16) weight, a constant or
+ * (weight_input) a graph input, fast and reference, against the NCHW
+ * reference conv of x rounded to wt and the weight widened: the products
+ * are exact in f32 on every path, so only the order of the sums differs. */
+static void check_conv_lowp(const conv_case *k, air_dtype wt, int weight_input)
+{
+	char label[192];
+	snprintf(label, sizeof label, "lowp %s%s conv N%lld C%lld %lldx%lld O%lld k%lldx%lld s%lld p%lld d%lld act%d res%d",
+		 wt == AIR_BF16 ? "bf16" : "f16", weight_input ? " (input)" : "", (long long)k->N, (long long)k->C,
+		 (long long)k->H, (long long)k->W, (long long)k->O, (long long)k->KH, (long long)k->KW,
+		 (long long)k->sh, (long long)k->ph, (long long)k->dh, k->act, k->res);
+	int64_t OH = (k->H + 2 * k->ph - k->dh * (k->KH - 1) - 1) / k->sh + 1;
+	int64_t OW = (k->W + 2 * k->pw - k->dw * (k->KW - 1) - 1) / k->sw + 1;
+	int64_t xn = k->N * k->C * k->H * k->W, wn = k->O * k->C * k->KH * k->KW, yn = k->N * k->O * OH * OW;
+	float *x = th_randf(xn), *w = th_randf(wn), *b = th_randf(k->O), *r = th_randf(yn);
+	float *xr = malloc(sizeof(float) * (size_t)xn), *xh = malloc(sizeof(float) * (size_t)xn);
+	uint16_t *w16 = malloc(sizeof(uint16_t) * (size_t)wn);
+	for (int64_t i = 0; i < wn; i++) {
+		w16[i] = wt == AIR_BF16 ? k_f32_to_bf16(w[i]) : k_f32_to_f16(w[i]);
+		w[i] = wt == AIR_BF16 ? k_bf16_to_f32(w16[i]) : k_f16_to_f32(w16[i]);
+	}
+	for (int64_t i = 0; i < xn; i++)
+		xr[i] = wt == AIR_BF16 ? k_bf16_to_f32(k_f32_to_bf16(x[i])) : k_f16_to_f32(k_f32_to_f16(x[i]));
+	nchw_to_nhwc(x, xh, k->N, k->C, k->H, k->W);
+	int64_t s[2] = {k->sh, k->sw}, p[2] = {k->ph, k->pw}, d[2] = {k->dh, k->dw};
+	air_attr attrs[7] = {th_ints("stride", s, 2), th_ints("padding", p, 2), th_ints("dilation", d, 2),
+			     th_int("groups", 1), th_int("has_bias", k->bias), th_int("act", k->act),
+			     th_int("has_residual", k->res)};
+	th_arg a[4];
+	int64_t xd[4] = {k->N, k->C, k->H, k->W}, wd[4] = {k->O, k->C, k->KH, k->KW}, bd[1] = {k->O};
+	int n = 0;
+	a[n++] = th_make(AIR_F32, xr, 4, xd);
+	a[n] = th_make(AIR_F32, w, 4, wd);
+	a[n++].constant = 1;
+	if (k->bias)
+		a[n++] = th_make(AIR_F32, b, 1, bd);
+	int64_t cnt;
+	float *ref = compile_run("conv2d", a, n, attrs, 5, AIR_COMPILE_REFERENCE_KERNELS, AIR_PASS_LAYOUT, NULL, &cnt);
+	double *want = malloc(sizeof(double) * (size_t)yn);
+	if (ref) {
+		float *t = malloc(sizeof(float) * (size_t)yn);
+		nchw_to_nhwc(ref, t, k->N, k->O, OH, OW);
+		for (int64_t i = 0; i < yn; i++)
+			want[i] = act_f64((double)t[i] + (k->res ? r[i] : 0.0), k->act);
+		free(t);
+	}
+	int64_t xhd[4] = {k->N, k->H, k->W, k->C}, rd[4] = {k->N, OH, OW, k->O};
+	a[0] = th_make(AIR_F32, xh, 4, xhd);
+	a[1] = th_make(wt, w16, 4, wd);
+	a[1].constant = !weight_input;
+	if (k->res)
+		a[n++] = th_make(AIR_F32, r, 4, rd);
+	int pw = k->KH == 1 && k->KW == 1 && k->sh == 1 && k->sw == 1 && k->ph == 0 && k->pw == 0;
+	for (int fast = 0; fast < 2; fast++) {
+		float *got = compile_run("conv2d_nhwc", a, n, attrs, 7, fast ? 0 : AIR_COMPILE_REFERENCE_KERNELS, 0,
+					 fast ? (pw ? LOWP_PW : LOWP_I2C) : "conv2d_nhwc_ref", &cnt);
+		if (got && ref) {
+			CHECK(cnt == yn);
+			char buf[256];
+			snprintf(buf, sizeof buf, "%s [%s]", label, fast ? "fast" : "reference");
+			th_compare(buf, AIR_F32, got, want, NULL, yn, 1e-5, 1e-5 * (double)(k->C * k->KH * k->KW + 2));
+		}
+		free(got);
+	}
+	free(x), free(w), free(b), free(r), free(xr), free(xh), free(w16), free(ref), free(want);
+}
+
+/* Sizes off every vector width and tile (channels 1, 17, 65 and 100; 1 to
+ * 13 pixels; batches of 1 and 3), 1x1 (in place) and strided/padded 1x1,
+ * 3x3 stride 1 and 2, 7x7 stride 2, dilation, asymmetric kernels, every
+ * activation, bias and residual, prefill-sized M (the GEMM's packed path:
+ * 72 rows or more) and decode-sized; bf16 and f16; a weight that is a
+ * graph input (permuted per call). */
+static void test_conv_lowp(void)
+{
+	static const conv_case cases[] = {
+		{1, 17, 7, 13, 65, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, NULL},
+		{3, 65, 5, 7, 17, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, NULL},
+		{1, 100, 1, 1, 33, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 2, 1, NULL},
+		{1, 17, 13, 13, 65, 1, 1, 2, 2, 0, 0, 1, 1, 1, 1, 1, 0, NULL},
+		{3, 17, 7, 7, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, NULL},
+		{1, 17, 13, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, NULL},
+		{3, 65, 7, 13, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8, 1, NULL},
+		{1, 20, 29, 31, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 1, 1, 0, NULL},
+		{1, 17, 13, 7, 17, 3, 2, 2, 1, 2, 0, 2, 1, 1, 0, 2, 1, NULL},
+		{3, 65, 7, 13, 17, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1, 5, 1, NULL},
+		{3, 17, 7, 7, 65, 7, 7, 1, 1, 0, 0, 1, 1, 1, 1, 3, 1, NULL},
+		{1, 64, 12, 12, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 0, NULL},
+		{1, 1, 7, 7, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6, 0, NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		check_conv_lowp(&cases[i], AIR_BF16, 0);
+		check_conv_lowp(&cases[i], AIR_F16, i % 3 == 0);
+	}
+	for (int act = 0; act <= 8; act++) {
+		conv_case k = {act % 2 ? 2 : 1, 33, 9, 11, 48, act % 3 ? 3 : 1, act % 3 ? 3 : 1, 1, 1, act % 3 ? 1 : 0,
+			       act % 3 ? 1 : 0, 1, 1, 1, act % 4 != 0, act, act % 2, NULL};
+		check_conv_lowp(&k, AIR_BF16, act == 4);
+	}
+}
+
 /* pools: op (0 max, 1 avg, 2 adaptive) on NHWC against the NCHW ref op */
 static void check_pool(int op, int64_t N, int64_t C, int64_t H, int64_t W, const air_attr *attrs, int na,
 		       const char *what)
@@ -419,6 +525,7 @@ int main(void)
 	test_bad_conv();
 	test_permute();
 	test_conv();
+	test_conv_lowp();
 	test_pools();
 	return check_report("test_ops_conv_nhwc");
 }

@@ -6,13 +6,15 @@
  * result (compiled with the pass off) within f32 rounding. The pass must
  * not fire when the product's output has a second use or is a graph output,
  * when a batch_norm parameter or the weight is not a constant, or when the
- * operand is not per channel. */
+ * operand is not per channel. A 16-bit conv weight folds into a 16-bit
+ * weight. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "air/air.h"
 #include "check.h"
+#include "kernels/common/half.h"
 #include "pass_graph.h"
 
 /* Only the pass under test on or off (every other pass off in both, so
@@ -136,6 +138,63 @@ static const conv_case conv_cases[] = {
 	{1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0},
 };
 
+/* ---- a 16-bit conv weight ---------------------------------------------------- */
+
+/* conv2d with a bf16 or f16 constant weight (and an f32 bias, or none) +
+ * batch_norm: the folded weight keeps the weight's type, rounded once more
+ * (the weight times the scale), the bias stays f32. Against the unfolded
+ * graph (reference kernels both, which round x to the weight's type as the
+ * fast ones do): within that extra rounding of the weight, 2^-8 of the
+ * terms' magnitudes. */
+static void test_conv_bn_16bit(air_dtype wt, int conv_bias, int64_t K)
+{
+	const int64_t N = 2, C = 5, H = 7, W = 6, O = 9;
+	air_graph *g;
+	CHECK_OK(air_graph_create(&g));
+	int64_t xd[4] = {N, C, H, W}, wd[4] = {O, C, K, K}, bd[1] = {O}, pad[2] = {K / 2, K / 2};
+	air_value x = input(g, "x", 4, xd);
+	int64_t wn = O * C * K * K;
+	float *wf = randv(wn, -0.5f, 0.5f);
+	uint16_t *w16 = malloc(sizeof *w16 * (size_t)wn);
+	for (int64_t i = 0; i < wn; i++)
+		w16[i] = wt == AIR_BF16 ? k_f32_to_bf16(wf[i]) : k_f32_to_f16(wf[i]);
+	keep[nkeep++] = wf;
+	keep[nkeep++] = (float *)w16;
+	air_value in[3] = {x, 0, 0};
+	CHECK_OK(air_graph_add_constant(g, wt, 4, wd, w16, AIR_CONSTANT_BORROW, &in[1]));
+	int n = 2;
+	if (conv_bias)
+		in[n++] = constant(g, 1, bd, -1, 1);
+	air_attr attrs[3] = {iattr("groups", 1), iattr("has_bias", conv_bias), ints("padding", pad, 2)};
+	air_value y = bn(g, node(g, "conv2d", in, n, attrs, 3), O, 1, 1, 0);
+	CHECK_OK(air_graph_set_outputs(g, &y, 1));
+	float *xv = randv(N * C * H * W, -1, 1);
+	int rank[1] = {4};
+	int64_t dims[1][4] = {{N, C, H, W}};
+	air_model *on = compile(g, AIR_COMPILE_REFERENCE_KERNELS, OTHERS);
+	air_model *off = compile(g, AIR_COMPILE_REFERENCE_KERNELS, OTHERS | AIR_PASS_FOLD_BATCHNORM);
+	if (on && off) {
+		CHECK(steps(off) - steps(on) == 1);
+		int64_t n1, n2;
+		float *a = run(on, 1, &xv, rank, dims, &n1), *b = run(off, 1, &xv, rank, dims, &n2);
+		CHECK(n1 == n2 && n1 == N * O * H * W);
+		/* |terms| <= 1 * 0.5 * |s| with |s| <= 2 / sqrt(0.25): C * K * K of them */
+		double bound = (double)(C * K * K) * 0.5 * 4.0 / 256.0, worst = 0;
+		for (int64_t i = 0; i < n1 && n1 == n2; i++)
+			worst = fmax(worst, fabs((double)a[i] - b[i]));
+		if (!(worst <= bound))
+			fprintf(stderr, "conv+bn %s K%lld bias %d: off by %.3g (bound %.3g)\n", wt == AIR_BF16 ? "bf16" : "f16",
+				(long long)K, conv_bias, worst, bound);
+		CHECK(worst <= bound);
+		/* and not bit-equal to an unrounded fold: the weight is 16-bit */
+		CHECK(worst > 0);
+		free(a), free(b);
+	}
+	air_model_destroy(on), air_model_destroy(off);
+	free(xv);
+	air_graph_destroy(g);
+}
+
 /* ---- linear + scale/shift or batch_norm ------------------------------------ */
 
 static void test_linear(int64_t M, int64_t K, int64_t N, int what)
@@ -252,6 +311,9 @@ int main(void)
 {
 	for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++)
 		test_conv_bn(&conv_cases[i]);
+	test_conv_bn_16bit(AIR_BF16, 0, 3);
+	test_conv_bn_16bit(AIR_BF16, 1, 1);
+	test_conv_bn_16bit(AIR_F16, 1, 3);
 	const int64_t lin[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 17, 65}, {0, 3, 4}};
 	for (int i = 0; i < 4; i++)
 		for (int what = 0; what < 3; what++)

@@ -3,13 +3,14 @@
  * result; a region without a conv is left alone; a value used both inside
  * and outside a region leaves it once; a global pool leaves through a free
  * reshape; a conv's fused act and residual carry over; pointwise convs
- * alone stay NCHW; symbolic batch and image sizes keep their dims. Each graph is
+ * alone stay NCHW unless their weight is 16-bit; symbolic batch and image sizes keep their dims. Each graph is
  * compiled with the pass and without it (fast and reference kernels). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "kernels/common/cpu.h"
+#include "kernels/common/half.h"
 #include "op_harness.h"
 
 #define TRY(x) CHECK_OK(x)
@@ -320,6 +321,52 @@ static void test_pointwise(void)
 	}
 }
 
+/* A conv with a 16-bit weight converts even alone and pointwise: its fast
+ * kernels are channels-last only (conv_nhwc_lowp.c); a constant weight
+ * and one that is a graph input (not frozen) alike. */
+static void test_lowp_weight(void)
+{
+	for (int weight_input = 0; weight_input < 2; weight_input++) {
+		gb b = {0};
+		TRY(air_graph_create(&b.g));
+		int64_t dd[4] = {2, 12, 9, 10}, wd[4] = {16, 12, 1, 1}, bd[1] = {16};
+		air_value x, w;
+		TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, dd, &x));
+		float *wf = th_randf(16 * 12);
+		uint16_t *w16 = malloc(sizeof *w16 * 16 * 12);
+		for (int i = 0; i < 16 * 12; i++)
+			w16[i] = k_f32_to_bf16(wf[i]);
+		b.bufs[b.nbufs++] = wf;
+		b.bufs[b.nbufs++] = (float *)w16;
+		if (weight_input)
+			TRY(air_graph_add_input(b.g, "w", AIR_BF16, 4, wd, &w));
+		else
+			TRY(air_graph_add_constant(b.g, AIR_BF16, 4, wd, w16, 0, &w));
+		air_value in[3] = {x, w, constant(&b, 1, bd)};
+		air_value y = node(&b, "conv2d", in, 3, NULL, 0);
+		TRY(air_graph_set_outputs(b.g, &y, 1));
+		air_compile_options o;
+		air_compile_options_init(&o);
+		air_model *m = NULL;
+		TRY(air_compile(b.g, &o, &m));
+		const char *rep = m ? air_model_report(m) : "";
+		CHECK(count(rep, " conv2d_nhwc_lowp_1x1") == 1);
+		CHECK(count(rep, " permute_") == 2);
+		if (count(rep, " conv2d_nhwc_lowp_1x1") != 1)
+			fprintf(stderr, "lowp weight (input %d): %s\n", weight_input, rep);
+		air_model_destroy(m);
+		if (!weight_input) {
+			float *xin = th_randf(2 * 12 * 9 * 10);
+			int64_t dims[1][4] = {{2, 12, 9, 10}};
+			char *r2 = NULL;
+			CHECK(compare(&b, "lone 1x1, bf16 weight", 1, &xin, dims, &r2) == 2);
+			free(r2);
+			free(xin);
+		}
+		gb_free(&b);
+	}
+}
+
 /* A conv of a narrow input (up to 8 channels, the stem's 3) alone stays
  * NCHW (with AVX-512 in conv_narrow.c, else in the implicit GEMM), which
  * needs no permutes; next to a wide 3x3 conv it runs channels-last with it. */
@@ -442,6 +489,7 @@ int main(void)
 	test_cat_and_inverse_permutes();
 	test_strided_cost();
 	test_pointwise();
+	test_lowp_weight();
 	test_narrow();
 	test_fused_conv();
 	test_region(0);

@@ -10,6 +10,7 @@ from torch.fx import Node
 
 from torchair.errors import Unsupported
 from torchair.lowering.core import Lowerer, Value, air_dtype, arg, aten, is_float, lowers, meta, out_val
+from torchair.lowering.lowp import conv_weight_16
 from torchair.lowering.shape import _slice_bounds
 
 
@@ -26,7 +27,10 @@ def _convolution(L: Lowerer, n: Node) -> Value:
     for v in (stride, padding, dilation):
         if any(isinstance(e, Node) for e in v):
             raise Unsupported("convolution with a symbolic stride, padding or dilation")
-    xv, wv = L.value(x), L.value(w)
+    xv = L.value(x)
+    wv = conv_weight_16(L, w, int(groups)) if rank == 4 else None
+    if wv is None:
+        wv = L.value(w)
     stride, padding, dilation = list(stride), list(padding), list(dilation)
     if rank == 3:
         # a 1-d convolution is a 2-d one over [N, C, 1, L] with a [O, C/g, 1, K] kernel;

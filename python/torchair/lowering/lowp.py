@@ -1,6 +1,6 @@
 """Low-precision products: a 2-D weight stored in bf16 or f16 (a bf16 model's
 parameter, or an fp32 one converted once under ``mixed_precision``) is read in
-place by libair's ``linear`` (kernels/gemm/lowp_w.h: the activations rounded
+place by libair's ``linear`` (and a convolution's 4-D one by ``conv2d``) (kernels/gemm/lowp_w.h: the activations rounded
 to the weight's type, products exact, f32 accumulation), never widened to an
 f32 copy. aot_autograd gives a linear as ``mm(x, t(W))`` or ``addmm(b, x,
 t(W))``: the transpose is deferred (Lowerer.lazy) and remembered
@@ -48,12 +48,13 @@ def shared_conversion(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return low
 
 
-def _converted(L: Lowerer, src: Node, dtype: torch.dtype) -> Value | None:
-    """A frozen 2-D f32 weight in dtype: converted once, at compile time, and
-    shared with other graphs of the same weights (shared_conversion); the
-    graph borrows it, and the compile report counts it (Lowerer.converted)."""
+def _converted(L: Lowerer, src: Node, dtype: torch.dtype, rank: int = 2) -> Value | None:
+    """A frozen f32 weight of this rank in dtype: converted once, at compile
+    time, and shared with other graphs of the same weights
+    (shared_conversion); the graph borrows it, and the compile report counts
+    it (Lowerer.converted)."""
     tensor = L.const_tensors.get(src)
-    if tensor is None or tensor.dtype != torch.float32 or tensor.dim() != 2:
+    if tensor is None or tensor.dtype != torch.float32 or tensor.dim() != rank:
         return None
     v = L._mixed_cache.get((src, dtype))
     if v is None:
@@ -64,27 +65,47 @@ def _converted(L: Lowerer, src: Node, dtype: torch.dtype) -> Value | None:
     return v
 
 
-def _weight_16(L: Lowerer, src: Any) -> Value | None:
-    """src's 16-bit value, if src is a 2-D 16-bit tensor: a 16-bit model's
-    weight; an f32 one cast to 16 bits (torch.autocast's _to_copy: once at
-    compile time if it is frozen, else on every call as autocast does); or,
-    under mixed_precision, a frozen f32 weight converted once. Else None."""
+def _weight_16(L: Lowerer, src: Any, rank: int = 2) -> Value | None:
+    """src's 16-bit value, if src is a 16-bit tensor of this rank (2: a
+    linear's weight, 4: a convolution's): a 16-bit model's weight; an f32
+    one cast to 16 bits (torch.autocast's _to_copy: once at compile time if
+    it is frozen, else on every call as autocast does); or, under
+    mixed_precision, a frozen f32 weight converted once. Else None."""
     if not isinstance(src, Node):
         return None
     val = meta(src)
-    if not isinstance(val, torch.Tensor) or val.dim() != 2:
+    if not isinstance(val, torch.Tensor) or val.dim() != rank:
         return None
     if src in L.raw and val.dtype in LOW_PRECISION:
         return L.raw[src]
     if src.op == "call_function" and src.target is torch.ops.aten._to_copy.default and val.dtype in LOW_PRECISION:
         inner = src.args[0]
-        v = _converted(L, inner, val.dtype)
+        v = _converted(L, inner, val.dtype, rank)
         if v is not None:
             return v
         return L.node("cast", [L.value(inner)], {"dtype": storage_dtype(val.dtype)})
     if L.mixed_precision is None:
         return None
-    return _converted(L, src, L.mixed_precision)
+    return _converted(L, src, L.mixed_precision, rank)
+
+
+# Input channels below which a convolution keeps an f32 weight: a network's
+# stem (3 channels, 7x7) runs on the implicit GEMM (kernels/conv/conv_implicit.c),
+# 2.4x faster at ResNet-50's stem than im2col rows of 21 values on the
+# 16-bit GEMM; its weight is tiny (9408 values).
+MIN_LOWP_CONV_CHANNELS = 16
+
+
+def conv_weight_16(L: Lowerer, w: Any, groups: int) -> Value | None:
+    """A 2-D convolution's weight in 16 bits, read as it is by libair's
+    channels-last conv kernels (kernels/conv/conv_nhwc_lowp.c), when the
+    convolution has one group and enough input channels; grouped ones
+    (depthwise) and narrow ones (a stem) keep a small f32 weight. None:
+    lower the weight the ordinary way."""
+    val = meta(w)
+    if groups != 1 or not isinstance(val, torch.Tensor) or val.dim() != 4 or val.shape[1] < MIN_LOWP_CONV_CHANNELS:
+        return None
+    return _weight_16(L, w, 4)
 
 
 def defer_weight_transpose(L: Lowerer, n: Node, lower: Any) -> Any:

@@ -30,6 +30,17 @@ bool kconv_implicit_fits(int64_t C, int64_t groups, int64_t KH, int64_t KW, int6
  * band rows down to half that, the one whose busiest thread has the
  * fewest rows (conv_implicit.c, conv_narrow.c). */
 int64_t kconv_even_band(int64_t band, int64_t N, int64_t OH, int64_t nthreads);
+/* A conv2d_nhwc of one group with a 16-bit weight (bf16, f16) and f32
+ * activations (conv_nhwc_lowp.c): 1x1 stride 1 unpadded, one GEMM reading
+ * the weight in place; anything else, im2col in row blocks against the
+ * weight permuted once to [O, KH, KW, C] in its 16-bit type. */
+extern const k_kernel kfast_conv2d_nhwc_lowp_1x1;
+extern const k_kernel kfast_conv2d_nhwc_lowp_im2col;
+size_t kconv_lowp_prepared_bytes(const void *prepared);
+/* Row r (a pixel of its image) of channels-last col for group grp: for
+ * each tap (ki, kj) the Cg channels under it, zeros in the padding; xi
+ * holds the image's rows from input row ih0 on (conv_nhwc_im2col.c). */
+void kconv_nhwc_im2col_row(const kconv_geom *g, const float *xi, int64_t ih0, int64_t r, int64_t grp, float *dst);
 /* anything else: NHWC im2col in row blocks + GEMM with packed weights. */
 extern const k_kernel kfast_conv2d_nhwc_im2col;
 /* The same for the NCHW conv2d op (spatial, ungrouped, no residual), which

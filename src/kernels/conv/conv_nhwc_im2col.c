@@ -79,7 +79,7 @@ static i2c_plan make_plan(const kconv_geom *g, int nchw, int nthreads)
  * the Cg channels of the image under it, zeros where it falls in the
  * padding. xi holds the image's rows from ih0 on, channels-last (any row
  * a tap of this pixel reads must be there). */
-static void im2col_row(const kconv_geom *g, const float *xi, int64_t ih0, int64_t r, int64_t grp, float *dst)
+void kconv_nhwc_im2col_row(const kconv_geom *g, const float *xi, int64_t ih0, int64_t r, int64_t grp, float *dst)
 {
 	const int64_t C = g->C, Cg = g->Cg, W = g->W, KW = g->KW;
 	const int64_t oh = r / g->OW, ow = r % g->OW;
@@ -162,7 +162,7 @@ static void i2c_task(void *ctx, int64_t t, int thread)
 			xi = band;
 		}
 		for (int64_t q = 0; q < seg; q++)
-			im2col_row(g, xi, ih0, r0 + q, grp, col + (m - m0 + q) * p->K);
+			kconv_nhwc_im2col_row(g, xi, ih0, r0 + q, grp, col + (m - m0 + q) * p->K);
 		m += seg;
 	}
 	int64_t jb0 = cg * p->bpg, jb1 = k_min64(j->nblk, (cg + 1) * p->bpg);

@@ -5,6 +5,7 @@
 #include "kernels/conv/conv_nhwc_ref.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -110,14 +111,15 @@ air_status kref_conv2d_nhwc(const k_call *call)
 	AIR_TRY(kconv_nhwc_make(call, &c.c));
 	if (call->out[0].dtype != AIR_F32)
 		return bad_dtype("conv2d_nhwc", call->out[0].dtype);
-	c.x = call->in[0].data;
-	c.w = call->in[1].data;
 	c.bias = c.c.g.has_bias ? call->in[2].data : NULL;
 	c.res = c.c.has_residual ? call->in[call->n_in - 1].data : NULL;
 	c.y = call->out[0].data;
 	if (call->out[0].numel == 0)
 		return AIR_OK;
+	float *wide;
+	AIR_TRY(kconv_lowp_operands(call, &c.x, &c.w, &wide));
 	rt_pool_run(call->pool, c.c.g.N * c.c.g.OH, conv_task, &c);
+	free(wide);
 	return AIR_OK;
 }
 

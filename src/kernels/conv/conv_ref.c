@@ -5,7 +5,10 @@
  * not by branches. */
 #include "kernels/conv/conv_ref.h"
 
+#include <stdlib.h>
+
 #include "core/error.h"
+#include "kernels/common/half.h"
 
 static air_status bad_dtype(const char *op, air_dtype dt)
 {
@@ -13,6 +16,36 @@ static air_status bad_dtype(const char *op, air_dtype dt)
 }
 
 /* ---- conv2d ---------------------------------------------------------- */
+
+static float widen(air_dtype dt, uint16_t h)
+{
+	return dt == AIR_BF16 ? k_bf16_to_f32(h) : k_f16_to_f32(h);
+}
+
+air_status kconv_lowp_operands(const k_call *call, const float **x, const float **w, float **owned)
+{
+	const k_tensor *xt = &call->in[0], *wt = &call->in[1];
+	*owned = NULL;
+	*x = xt->data;
+	*w = wt->data;
+	if (wt->dtype != AIR_BF16 && wt->dtype != AIR_F16)
+		return AIR_OK;
+	int64_t n = xt->numel + wt->numel;
+	float *f = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+	if (!f)
+		return air_error(AIR_OUT_OF_MEMORY, "conv2d: no memory to widen the %s weight", air_dtype_name(wt->dtype));
+	const float *xs = xt->data;
+	const uint16_t *h = wt->data;
+	uint16_t (*narrow)(float) = wt->dtype == AIR_BF16 ? k_f32_to_bf16 : k_f32_to_f16;
+	for (int64_t i = 0; i < xt->numel; i++)
+		f[i] = widen(wt->dtype, narrow(xs[i]));
+	for (int64_t i = 0; i < wt->numel; i++)
+		f[xt->numel + i] = widen(wt->dtype, h[i]);
+	*owned = f;
+	*x = f;
+	*w = f + xt->numel;
+	return AIR_OK;
+}
 
 air_status kconv_geom_make(const k_call *call, kconv_geom *g)
 {
@@ -108,18 +141,23 @@ air_status kref_conv2d(const k_call *call)
 {
 	conv_ctx c;
 	AIR_TRY(kconv_geom_make(call, &c.g));
-	c.x = call->in[0].data;
-	c.w = call->in[1].data;
 	c.bias = c.g.has_bias ? call->in[2].data : NULL;
 	/* the residual must not alias y here: y accumulates over the taps */
 	c.res = c.g.has_residual ? call->in[call->n_in - 1].data : NULL;
 	c.y = call->out[0].data;
 	if (call->out[0].numel == 0)
 		return AIR_OK;
+	float *wide;
+	const float *x, *w;
+	AIR_TRY(kconv_lowp_operands(call, &x, &w, &wide));
+	c.x = x;
+	c.w = w;
+	air_status st = AIR_OK;
 	switch (call->out[0].dtype) {
 	case AIR_F32: rt_pool_run(call->pool, c.g.N * c.g.O, conv_task_float, &c); break;
 	case AIR_F64: rt_pool_run(call->pool, c.g.N * c.g.O, conv_task_double, &c); break;
-	default: return bad_dtype("conv2d", call->out[0].dtype);
+	default: st = bad_dtype("conv2d", call->out[0].dtype);
 	}
-	return AIR_OK;
+	free(wide);
+	return st;
 }

@@ -11,6 +11,14 @@
 air_status kref_conv2d(const k_call *call);
 air_status kref_col2im(const k_call *call);
 
+/* The input and weight of a conv call as f32 values: their own data, or,
+ * with a 16-bit weight (bf16, f16), the weight widened and the input
+ * rounded to the weight's type (as the fast kernels' GEMM rounds it,
+ * kernels/gemm/lowp_w.h, and as eager's input already is), in one malloc'ed
+ * block at *owned that the caller frees (NULL when the weight is f32). The
+ * reference kernels' way to take a 16-bit weight. */
+air_status kconv_lowp_operands(const k_call *call, const float **x, const float **w, float **owned);
+
 /* An INTS attribute of two entries: none gives def, one entry means both. */
 static inline void kref_pair(const int64_t *ints, int n, const int64_t def[2], int64_t out[2])
 {

@@ -11,6 +11,7 @@
 
 #include "kernels/common/kernel.h"
 #include "kernels/common/lanes_avx512.h"
+#include "kernels/gemm/lowp_w_avx512.h"
 #include "kernels/gemm/lowp_w_internal.h"
 
 #define AIR_INLINE static inline __attribute__((always_inline))
@@ -118,7 +119,9 @@ AIR_INLINE void tile(const int MR, const int NR, const klowp_job *j, int64_t m0,
 #pragma GCC unroll 6
 	for (int t = 0; t < MR * NR; t += 4)
 		_mm_storeu_ps(out + t, sum4(acc[t], acc[t + 1], acc[t + 2], acc[t + 3]));
-	klowp_finish(j, m0, MR, n0, n, out, NR);
+#pragma GCC unroll 8
+	for (int r = 0; r < MR; r++)
+		klowp_finish_row16(j, m0 + r, n0, n, out + r * NR);
 }
 
 /* A block of at most 8 rows of A (decode) in one row of tiles: W is

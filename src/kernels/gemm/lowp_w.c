@@ -58,9 +58,9 @@ void klowp_finish(const klowp_job *j, int64_t m0, int m, int64_t n0, int n, cons
 				v += ep->bias_m[i];
 			if (res)
 				v += res[q];
-			c[q] = v;
+			c[q] = kgemm_act_simple_f32(v, ep->act); /* x for none and the transcendental ones */
 		}
-		if (ep->act != K_ACT_NONE)
+		if (kgemm_act_is_transcendental(ep->act))
 			kgemm_epilogue_row(c, NULL, n, ep->act); /* vmath: as the f32 GEMM */
 	}
 }

@@ -21,6 +21,7 @@
 #include "kernels/common/kernel.h"
 #include "kernels/common/lanes_avx512.h"
 #include "kernels/common/transpose_avx512.h"
+#include "kernels/gemm/lowp_w_avx512.h"
 #include "kernels/gemm/lowp_w_internal.h"
 #include "kernels/gemm/ukernel.h"
 
@@ -190,12 +191,14 @@ AIR_INLINE void finish(const int FULL, const klowp_job *j, int stage, int64_t i0
 			} else {
 				x = _mm512_add_ps(_mm512_maskz_loadu_ps(k, c + 16 * v), x);
 			}
+			if ((stage & STAGE_LAST) && klowp_act_in_registers(ep->act))
+				x = klowp_simple_act(x, ep->act);
 			if (FULL)
 				_mm512_storeu_ps(c + 16 * v, x);
 			else
 				_mm512_mask_storeu_ps(c + 16 * v, k, x);
 		}
-		if ((stage & STAGE_LAST) && ep->act != K_ACT_NONE)
+		if ((stage & STAGE_LAST) && ep->act != K_ACT_NONE && !klowp_act_in_registers(ep->act))
 			kgemm_epilogue_row(c, NULL, n, ep->act); /* vmath: as the f32 GEMM */
 	}
 }

@@ -81,20 +81,6 @@ const kgemm_ukernel_desc *kgemm_active_ukernel(void)
 
 /* ---- activations --------------------------------------------------------- */
 
-float kgemm_act_simple_f32(float x, k_act act)
-{
-	switch (act) {
-	case K_ACT_RELU: return x < 0.0f ? 0.0f : x; /* NaN stays NaN, as in torch */
-	case K_ACT_RELU6: return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
-	case K_ACT_HARDSWISH: {
-		float t = x + 3.0f;
-		t = t > 0.0f ? (t < 6.0f ? t : 6.0f) : 0.0f;
-		return x * t * (1.0f / 6.0f);
-	}
-	default: return x;
-	}
-}
-
 static kv_func kgemm_act_vmath(k_act act)
 {
 	switch (act) {

@@ -132,8 +132,21 @@ static inline int kgemm_act_is_transcendental(k_act act)
 	       act == K_ACT_SIGMOID || act == K_ACT_TANH;
 }
 
-/* One of the simple activations (relu, relu6, hardswish); x otherwise. */
-float kgemm_act_simple_f32(float x, k_act act);
+/* One of the simple activations (relu, relu6, hardswish); x otherwise.
+ * Inline: kernels call it per element. */
+static inline float kgemm_act_simple_f32(float x, k_act act)
+{
+	switch (act) {
+	case K_ACT_RELU: return x < 0.0f ? 0.0f : x; /* NaN stays NaN, as in torch */
+	case K_ACT_RELU6: return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
+	case K_ACT_HARDSWISH: {
+		float t = x + 3.0f;
+		t = t > 0.0f ? (t < 6.0f ? t : 6.0f) : 0.0f;
+		return x * t * (1.0f / 6.0f);
+	}
+	default: return x;
+	}
+}
 
 /* Applies a transcendental act in place to an m x n block (row stride ldc)
  * with vmath's kernels, so a fused activation gives the same values as the
