@@ -153,8 +153,7 @@ typedef struct convert_job {
 	const klowp_kernel *kern;
 	klowp_type wt;
 	int64_t M, K, rows; /* rows per task */
-	const float *A;
-	int64_t lda;
+	const klowp_src *A;
 	char *dst;
 	size_t dst_row; /* bytes */
 	int64_t kpad;
@@ -163,10 +162,10 @@ typedef struct convert_job {
 static void convert_task(void *ctx, int64_t t, int thread)
 {
 	const convert_job *c = ctx;
-	(void)thread;
 	const int64_t i1 = k_min64(c->M, (t + 1) * c->rows);
 	for (int64_t i = t * c->rows; i < i1; i++)
-		c->kern->convert_a(c->wt, c->K, c->A + i * c->lda, c->dst + (size_t)i * c->dst_row, c->kpad);
+		c->kern->convert_a(c->wt, c->K, klowp_src_row(c->A, i, thread, 0), c->dst + (size_t)i * c->dst_row,
+				   c->kpad);
 }
 
 static void block_task(void *ctx, int64_t t, int thread)
@@ -205,9 +204,8 @@ static void make_plan(klowp_job *j, size_t a_row_bytes, int nthreads)
 	j->nn = k_cdiv(N, nb);
 }
 
-void kgemm_lowp_w(klowp_type wt, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-		  const uint16_t *W, int64_t ldw, float *C, int64_t ldc, const k_epilogue *ep,
-		  rt_pool *pool, void *workspace)
+static void run(klowp_type wt, int64_t M, int64_t N, int64_t K, klowp_src *A, const uint16_t *W, int64_t ldw,
+		float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)
 {
 	if (M <= 0 || N <= 0)
 		return;
@@ -228,19 +226,68 @@ void kgemm_lowp_w(klowp_type wt, int64_t M, int64_t N, int64_t K, const float *A
 	char *room = (char *)(((uintptr_t)workspace + 63) & ~(uintptr_t)63);
 	const klowp_wide *wide = wide_of(j.kern);
 	if (wide && M >= wide->min_m) {
-		wide->run(&j, A, lda, pool, room);
+		wide->run(&j, A, pool, room);
 		return;
 	}
 	j.a = room;
 
 	/* A rounded once, in parallel over rows where there are enough */
-	convert_job cj = {j.kern, wt, M, K, 0, A, lda, room, (size_t)j.a_ld * elem, j.a_ld};
+	convert_job cj = {j.kern, wt, M, K, 0, A, room, (size_t)j.a_ld * elem, j.a_ld};
 	const int64_t ctasks = (double)M * K >= 65536.0 && nthreads > 1 ? k_min64(M, 4 * (int64_t)nthreads) : 1;
 	cj.rows = k_cdiv(M, ctasks);
 	rt_pool_run(ctasks > 1 ? pool : NULL, k_cdiv(M, cj.rows), convert_task, &cj);
 
 	make_plan(&j, (size_t)j.a_ld * elem, nthreads);
 	rt_pool_run(pool, j.nm * j.nn, block_task, &j);
+}
+
+typedef struct matrix {
+	const float *A;
+	int64_t lda;
+} matrix;
+
+static const float *matrix_row(const void *ctx, int64_t i, float *tmp)
+{
+	(void)tmp;
+	const matrix *m = ctx;
+	return m->A + i * m->lda;
+}
+
+void kgemm_lowp_w(klowp_type wt, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+		  const uint16_t *W, int64_t ldw, float *C, int64_t ldc, const k_epilogue *ep,
+		  rt_pool *pool, void *workspace)
+{
+	/* a matrix is a source whose rows are in place: no scratch */
+	matrix m = {A, lda};
+	klowp_rows rows = {matrix_row, &m};
+	klowp_src src = {&rows, NULL, 0};
+	run(wt, M, N, K, &src, W, ldw, C, ldc, ep, pool, workspace);
+}
+
+static int64_t scratch_ld(int64_t K)
+{
+	return round_up(K > 0 ? K : 1, 16);
+}
+
+size_t kgemm_lowp_w_rows_workspace_bytes(int64_t M, int64_t K, int nthreads)
+{
+	if (M <= 0 || K <= 0)
+		return 0;
+	nthreads = nthreads < 1 ? 1 : nthreads;
+	return k_align64(kgemm_lowp_w_workspace_bytes(M, K, nthreads)) +
+	       (size_t)nthreads * KLOWP_ROWS_AT_ONCE * (size_t)scratch_ld(K) * sizeof(float) + 64;
+}
+
+void kgemm_lowp_w_rows(klowp_type wt, int64_t M, int64_t N, int64_t K, const klowp_rows *A, const uint16_t *W,
+		       int64_t ldw, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	const int nthreads = rt_pool_size(pool);
+	char *ws = (char *)(((uintptr_t)workspace + 63) & ~(uintptr_t)63);
+	float *scratch = K > 0 ? (float *)(ws + k_align64(kgemm_lowp_w_workspace_bytes(M, K, nthreads))) : NULL;
+	klowp_src src = {A, scratch, scratch_ld(K)};
+	run(wt, M, N, K, &src, W, ldw, C, ldc, ep, pool, ws);
 }
 
 /* ---- the oracle ---------------------------------------------------------- */

@@ -43,6 +43,24 @@ void kgemm_lowp_w(klowp_type wt, int64_t M, int64_t N, int64_t K, const float *A
 		  const uint16_t *W, int64_t ldw, float *C, int64_t ldc, const k_epilogue *ep,
 		  rt_pool *pool, void *workspace);
 
+/* A given row by row instead of as a matrix: row(ctx, i, tmp) gives row i's
+ * K f32 values, either a pointer into the caller's own memory or tmp (room
+ * for K floats) filled with them. A convolution's implicit im2col
+ * (kernels/conv/conv_nhwc_lowp.c): its rows are built as the GEMM reads
+ * them, 16 at a time, never stored whole. row is called from the pool's
+ * threads at once, each with its own tmp. */
+typedef struct klowp_rows {
+	const float *(*row)(const void *ctx, int64_t i, float *tmp);
+	const void *ctx;
+} klowp_rows;
+
+/* Workspace for kgemm_lowp_w_rows: kgemm_lowp_w's and the rows' scratch. */
+size_t kgemm_lowp_w_rows_workspace_bytes(int64_t M, int64_t K, int nthreads);
+
+/* kgemm_lowp_w with A from a row source. */
+void kgemm_lowp_w_rows(klowp_type wt, int64_t M, int64_t N, int64_t K, const klowp_rows *A, const uint16_t *W,
+		       int64_t ldw, float *C, int64_t ldc, const k_epilogue *ep, rt_pool *pool, void *workspace);
+
 /* The naive loop, same rounding of A, double accumulation (and epilogue in
  * double, as kgemm_f32_reference): the tests' oracle. */
 void kgemm_lowp_w_reference(klowp_type wt, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,

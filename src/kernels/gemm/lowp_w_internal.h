@@ -44,13 +44,32 @@ typedef struct klowp_kernel {
 	void (*block)(const klowp_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
 } klowp_kernel;
 
+/* Where the f32 rows of A come from (lowp_w.h's klowp_rows) and the
+ * scratch for rows the source builds: KLOWP_ROWS_AT_ONCE rows of tmp_ld
+ * floats per thread, thread t's at tmp + t * KLOWP_ROWS_AT_ONCE * tmp_ld
+ * (NULL when the source builds none: a matrix). */
+enum { KLOWP_ROWS_AT_ONCE = 16 };
+typedef struct klowp_src {
+	const klowp_rows *rows;
+	float *tmp;
+	int64_t tmp_ld;
+} klowp_src;
+
+/* Row i of A for thread `thread`'s slot q (< KLOWP_ROWS_AT_ONCE) of scratch. */
+static inline const float *klowp_src_row(const klowp_src *s, int64_t i, int thread, int q)
+{
+	float *tmp = s->tmp ? s->tmp + ((int64_t)thread * KLOWP_ROWS_AT_ONCE + q) * s->tmp_ld : NULL;
+	return s->rows->row(s->rows->ctx, i, tmp);
+}
+
 /* A kernel's own path for M >= min_m (prefill): it converts A itself (from
- * the f32 A, lda), plans and runs the whole product of j (whose a and plan
- * it ignores). room: 64-byte aligned, workspace(M, K, nthreads) bytes. */
+ * the source's f32 rows), plans and runs the whole product of j (whose a
+ * and plan it ignores). room: 64-byte aligned, workspace(M, K, nthreads)
+ * bytes. */
 typedef struct klowp_wide {
 	int64_t min_m;
 	size_t (*workspace)(int64_t M, int64_t K, int nthreads);
-	void (*run)(const klowp_job *j, const float *A, int64_t lda, rt_pool *pool, void *room);
+	void (*run)(const klowp_job *j, const klowp_src *A, rt_pool *pool, void *room);
 } klowp_wide;
 
 /* Stores an m x n tile of finished sums (acc[r * ld + c] for C[m0 + r, n0 + c])

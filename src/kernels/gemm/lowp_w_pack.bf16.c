@@ -32,7 +32,7 @@
  * as fast). K blocks of at most KC k (a multiple of 32), a thread's packed
  * W block at most W_BLOCK bytes (128 and 512 KiB: the same). */
 enum { MR = 12, NV = 2, NR = 16 * NV, KC = 2048, W_BLOCK = 256 * 1024 };
-_Static_assert(MR <= 16, "A panels are transposed 16 rows at a time");
+_Static_assert(MR <= 16 && (int)MR <= (int)KLOWP_ROWS_AT_ONCE, "A panels are transposed 16 rows at a time");
 _Static_assert(KC % 32 == 0 && KC / 2 * NR * 4 <= W_BLOCK, "a W block holds a panel");
 /* From this many rows of A on, this path (below, lowp_w.bf16.c's dots):
  * at M = 64 the dots were 4-7% faster on 2048 x 2048, from 72 on slower
@@ -46,8 +46,7 @@ enum { STAGE_FIRST = 1, STAGE_LAST = 2 };
 
 typedef struct pack_job {
 	const klowp_job *j;
-	const float *A;
-	int64_t lda;
+	const klowp_src *A;
 	uint32_t *a; /* A in panels: panel p's pair kk of row r at a[(p * kp + kk) * MR + r] */
 	int64_t kp;  /* pairs of k: K / 2 rounded up */
 	int64_t kc;  /* k values a K block */
@@ -91,16 +90,19 @@ AIR_INLINE __m512 a_pairs(const float *row, int64_t K, int64_t kk)
 
 /* Panel p of A: its MR rows (zeros past M), 16 pairs at a time
  * transposed so that each pair's MR rows are adjacent. */
-static void pack_a_panel(const pack_job *pj, int64_t p)
+static void pack_a_panel(const pack_job *pj, int64_t p, int thread)
 {
 	const klowp_job *j = pj->j;
 	const int64_t i0 = p * MR, kp = pj->kp;
 	uint32_t *dst = pj->a + p * kp * MR;
+	const float *row[MR];
+	for (int q = 0; q < MR; q++)
+		row[q] = i0 + q < j->M ? klowp_src_row(pj->A, i0 + q, thread, q) : NULL;
 	for (int64_t kk = 0; kk < kp; kk += 16) {
 		__m512 r[16];
 #pragma GCC unroll 16
 		for (int q = 0; q < 16; q++)
-			r[q] = q < MR && i0 + q < j->M ? a_pairs(pj->A + (i0 + q) * pj->lda, j->K, kk) : _mm512_setzero_ps();
+			r[q] = q < MR && row[q] ? a_pairs(row[q], j->K, kk) : _mm512_setzero_ps();
 		k16_transpose(r);
 		const int nk = (int)k_min64(16, kp - kk);
 		for (int t = 0; t < nk; t++)
@@ -111,10 +113,9 @@ static void pack_a_panel(const pack_job *pj, int64_t p)
 static void pack_a_task(void *ctx, int64_t t, int thread)
 {
 	const pack_job *pj = ctx;
-	(void)thread;
 	const int64_t p1 = k_min64(pj->panels, (t + 1) * pj->panels_per_task);
 	for (int64_t p = t * pj->panels_per_task; p < p1; p++)
-		pack_a_panel(pj, p);
+		pack_a_panel(pj, p, thread);
 }
 
 /* 16 rows of W (from w, ldw apart) x 32 k transposed to 16 pairs of k of
@@ -288,11 +289,11 @@ static size_t pack_workspace(int64_t M, int64_t K, int nthreads)
 
 /* A rounded into panels, then tasks of W blocks (and, with few columns,
  * of A's rows). */
-static void pack_run(const klowp_job *j, const float *A, int64_t lda, rt_pool *pool, void *room)
+static void pack_run(const klowp_job *j, const klowp_src *A, rt_pool *pool, void *room)
 {
 	const int nthreads = rt_pool_size(pool);
 	const int64_t M = j->M, N = j->N, K = j->K;
-	pack_job pj = {j, A, lda, room, (K + 1) / 2, 0, NULL, W_BLOCK / sizeof(uint32_t), 0, 0, 0, 0, 0, 0};
+	pack_job pj = {j, A, room, (K + 1) / 2, 0, NULL, W_BLOCK / sizeof(uint32_t), 0, 0, 0, 0, 0, 0};
 	pj.w = (uint32_t *)((char *)room + k_align64(a_bytes(M, K)));
 
 	pj.panels = k_cdiv(M, MR);
