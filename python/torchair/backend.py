@@ -243,9 +243,28 @@ def _backend(
     recorder: _Recorder | None = None,
     custom_decompositions: dict[Any, Callable[..., Any]] | None = None,
 ) -> Callable[..., Any]:
+    config, extras = config.effective()
+    if config.dynamic_axes is not None:
+        from torchair import dynamic_axes
+
+        # may have dynamo trace again
+        checks = dynamic_axes.apply(gm, example_inputs, dynamic_axes.parse(config.dynamic_axes))
+        with dynamic_axes.size_oblivious():
+            compiled = _compile(gm, example_inputs, config, extras, recorder, custom_decompositions)
+        return dynamic_axes.guard(compiled, checks)
+    return _compile(gm, example_inputs, config, extras, recorder, custom_decompositions)
+
+
+def _compile(
+    gm: GraphModule,
+    example_inputs: list[Any],
+    config: CompilerConfig,
+    extras: Extras,
+    recorder: _Recorder | None,
+    custom_decompositions: dict[Any, Callable[..., Any]] | None,
+) -> Callable[..., Any]:
     from torch._dynamo.backends.common import aot_autograd
 
-    config, extras = config.effective()
     if not config.enable_dynamic_shape and _is_symbolic(gm, example_inputs):
         from torchair.errors import NotBuiltError
 

@@ -32,7 +32,12 @@ _OPTIONS: dict[str, _Option] = {
         None, (int, type(None)), "largest number of ops in one compiled subgraph; larger graphs are split"
     ),
     "mixed_precision": _Option(None, (str, type(None)), "'bf16' or 'fp16' weights and matmul/conv"),
-    "dynamic_axes": _Option(None, (dict, type(None)), "{input_name: {axis: 'name'}} compiled as symbols"),
+    "dynamic_axes": _Option(
+        None,
+        (dict, type(None)),
+        "{argument: {axis: 'name' or ('name', min, max)}}: those axes of the forward's arguments are symbols "
+        "from the first compile",
+    ),
     "enable_dynamic_shape": _Option(True, (bool,), "accept symbolic shapes from dynamic=True / mark_dynamic"),
     "dynamic_graph_mode": _Option(False, (bool,), "run the captured graph op by op through the runtime"),
     "freezing": _Option(
@@ -132,6 +137,10 @@ class CompilerConfig:
             )
         if name == "disabled_passes":
             value = _pass_names(value)
+        if name == "dynamic_axes" and value is not None:
+            from torchair.dynamic_axes import parse
+
+            parse(value)  # a DynamicAxesError (an OptionError) names what is wrong
         if name == "mixed_precision" and value not in (None, "bf16", "fp16"):
             raise OptionError(1, "invalid argument", f"mixed_precision must be 'bf16' or 'fp16', got {value!r}")
         if name == "weight_quantization" and value not in (None, "int8", "int4"):
@@ -143,12 +152,9 @@ class CompilerConfig:
 
     def check_built(self) -> None:
         """Refuses options whose feature is not built yet (never ignores them)."""
-        if self.dynamic_axes is not None:
-            raise NotBuiltError(
-                2,
-                "unsupported",
-                "option 'dynamic_axes' is not built yet; use torch.compile(..., dynamic=True) "
-                "with enable_dynamic_shape=True",
+        if self.dynamic_axes is not None and not self.enable_dynamic_shape:
+            raise OptionError(
+                1, "invalid argument", "dynamic_axes makes axes symbolic, which enable_dynamic_shape=False refuses"
             )
         if self.weight_quantization is not None:
             raise NotBuiltError(

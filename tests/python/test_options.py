@@ -138,11 +138,10 @@ def test_bad_mode_through_torch_compile():
 @pytest.mark.parametrize(
     "kwargs, named",
     [
-        ({"options": {"dynamic_axes": {"x": {0: "batch"}}}}, "dynamic_axes"),
         ({"options": {"weight_quantization": "int8"}}, "weight_quantization"),
         ({"options": {"weight_quantization": "int4"}}, "weight_quantization"),
     ],
-    ids=["dynamic_axes", "int8", "int4"],
+    ids=["int8", "int4"],
 )
 def test_unbuilt_feature_is_refused(kwargs, named):
     inner = _compile_error(_chain, torch.randn(3), **kwargs)
