@@ -242,16 +242,20 @@ def _backend(
     config: CompilerConfig,
     recorder: _Recorder | None = None,
     custom_decompositions: dict[Any, Callable[..., Any]] | None = None,
+    owner: Any = None,
 ) -> Callable[..., Any]:
+    """owner: an object living as long as the compile (dynamic_axes tells its frames apart
+    by it); None: the config passed."""
+    given = config
     config, extras = config.effective()
     if config.dynamic_axes is not None:
         from torchair import dynamic_axes
 
         # may have dynamo trace again
-        checks = dynamic_axes.apply(gm, example_inputs, dynamic_axes.parse(config.dynamic_axes))
-        with dynamic_axes.size_oblivious():
+        plan = dynamic_axes.apply(gm, example_inputs, dynamic_axes.parse(config.dynamic_axes), owner or given)
+        with dynamic_axes.size_oblivious(plan):
             compiled = _compile(gm, example_inputs, config, extras, recorder, custom_decompositions)
-        return dynamic_axes.guard(compiled, checks)
+        return dynamic_axes.guard(compiled, plan)
     return _compile(gm, example_inputs, config, extras, recorder, custom_decompositions)
 
 
@@ -335,7 +339,24 @@ def _direct_call(
 
 def torchair_backend(gm: GraphModule, example_inputs: list[Any], *, options: dict[str, Any] | None = None, mode: str | None = None) -> Callable[..., Any]:
     """The backend behind ``backend="torchair"``; honours ``options`` and ``mode``."""
-    return _backend(gm, example_inputs, config_from(options, mode))
+    return _backend(gm, example_inputs, config_from(options, mode), owner=_compile_call())
+
+
+def _compile_call() -> Any:
+    """torch's wrapper of the torch.compile call that is compiling (it passes options to its
+    backend per compile, so the config is new each time; the wrapper lives as long as the
+    compiled callable), or None when called otherwise."""
+    import sys
+
+    frame = sys._getframe(2)
+    for _ in range(3):
+        if frame is None:
+            return None
+        wrapper = frame.f_locals.get("self")
+        if type(wrapper).__name__ == "_TorchCompileWrapper":
+            return wrapper
+        frame = frame.f_back
+    return None
 
 
 def get_npu_backend(

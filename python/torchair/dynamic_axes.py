@@ -19,12 +19,14 @@ a size outside a declared range, or two axes of one name with different sizes, r
 DynamicAxesError (an OptionError) naming them.
 
 This leans on dynamo internals (``InstructionTranslator.current_tx``, its speculation log,
-``TensorifyScalarRestartAnalysis``), checked against torch 2.13; frames resumed after a graph
-break are left to dynamo's defaults (their sizes are already specialized locals)."""
+``TensorifyScalarRestartAnalysis``), checked against torch 2.13. Only the compiled callable's
+own frame is marked: frames dynamo compiles later (resumed after a graph break, or a function
+it traced on its own) are left to its defaults."""
 
 from __future__ import annotations
 
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,9 +151,10 @@ def _check_sizes(sizes: list[tuple[str, int, int, Axis]]) -> None:
             )
 
 
-def guard(compiled: Any, checks: list[Check]) -> Any:
+def guard(compiled: Any, plan: Plan) -> Any:
     """compiled, refusing a call whose declared sizes break a range or differ under one name
     (a few integer compares a call)."""
+    checks = plan.checks
     if not checks:
         return compiled
 
@@ -186,31 +189,76 @@ def _oblivious(on: bool) -> None:
         shape_config.backed_size_oblivious = _SAVED_OBLIVIOUS.pop()
 
 
-def size_oblivious() -> Any:
-    """A context in which to trace the graph further (aot_autograd): sizes 1 stay generic
-    there too, so the compiled graph serves them."""
+def size_oblivious(plan: Plan) -> Any:
+    """The context in which to trace the graph further (aot_autograd): size-oblivious when its
+    dynamo trace was, so sizes of 1 stay generic there too and the compiled graph serves them."""
+    import contextlib
+
     import torch.fx.experimental._config as shape_config
 
-    return shape_config.patch(backed_size_oblivious=True)
+    return shape_config.patch(backed_size_oblivious=True) if plan.oblivious else contextlib.nullcontext()
 
 
 Check = tuple[int, int, Axis, str]  # graph input, its axis, the declaration, the argument
 
 
-def apply(gm: torch.fx.GraphModule, example_inputs: list[Any], spec: Spec) -> list[Check]:
+@dataclass
+class _Root:
+    """The frame a compile (one torch.compile call, or one backend object) first traced: the
+    compiled callable's own frame, whose arguments the declaration names. Frames dynamo
+    compiles later (after a graph break, or a function it could not inline) have other
+    arguments, perhaps of the same names: left alone."""
+
+    code: Any
+    compiled: bool = False  # a graph of it was compiled already
+    oblivious: bool = False  # the trace under way was asked for size-obliviously
+
+
+# by id of the compile's owner object, held weakly (torch's compile wrapper is unhashable)
+_ROOTS: dict[int, tuple[Any, _Root]] = {}
+
+
+def _root(owner: Any, code: Any) -> _Root:
+    for key in [k for k, (ref, _) in _ROOTS.items() if ref() is None]:
+        del _ROOTS[key]
+    held = _ROOTS.get(id(owner))
+    if held is None or held[0]() is not owner:
+        held = _ROOTS[id(owner)] = (weakref.ref(owner), _Root(code))
+    return held[1]
+
+
+class Plan:
+    """What apply() found for the graph to compile: the per-call checks (guard()) and whether
+    aot_autograd is to trace it size-obliviously too (size_oblivious())."""
+
+    def __init__(self, checks: list[Check], oblivious: bool) -> None:
+        self.checks = checks
+        self.oblivious = oblivious
+
+
+def apply(gm: torch.fx.GraphModule, example_inputs: list[Any], spec: Spec, owner: Any) -> Plan:
     """Called first in the backend with the dynamo graph. Returns when gm is the graph to
-    compile (which the backend then traces under size_oblivious()), with what guard() is to
-    check on every call; raises dynamo's restart exception once per frame to have it traced
-    again with the declared dims symbolic; DynamicAxesError for sizes that break the
-    declaration."""
+    compile, with what to check on every call; raises dynamo's restart exception once per
+    frame to have it traced again with the declared dims symbolic; DynamicAxesError for sizes
+    that break the declaration. owner: an object that lives as long as the compile (torch's
+    wrapper of one torch.compile call, or the backend's config), which tells its frames apart.
+
+    Sizes 0 and 1 are symbols only on the frame's first compile (size-oblivious tracing, or
+    dynamo makes them constants): a model's code that branches on a size being 1 (LLaMA's
+    attention: causal only when the query is longer than 1) would trace a symbolic bool there.
+    Later, a new size of 1 (a decode step after the prefill) gets a graph of its own."""
     _oblivious(False)
     tx = _frame()
-    if tx is None or tx.f_code.co_name.startswith("torch_dynamo_resume_in_"):
-        return []
+    if tx is None:
+        return Plan([], False)
+    root = _root(owner, tx.f_code)
+    if root.code is not tx.f_code:
+        return Plan([], False)
     found: list[tuple[str, torch.Tensor, int, Axis]] = []
     for arg, axes in spec.items():
         t = _argument(tx, arg)
-        if t is None and arg not in tx.f_code.co_varnames:
+        takes_any = tx.f_code.co_flags & 0x08  # **kwargs: a name it was not given is just absent
+        if t is None and arg not in tx.f_code.co_varnames and not takes_any:
             raise _bad(f"{tx.f_code.co_name}() has no argument {arg!r}; its arguments: {_parameters(tx.f_code)}")
         if not isinstance(t, torch.Tensor):
             continue  # None or not a tensor in this call: nothing to mark
@@ -223,21 +271,27 @@ def apply(gm: torch.fx.GraphModule, example_inputs: list[Any], spec: Spec) -> li
     for _, t, _, _ in found:
         _unmark(t)
     static = [(arg, t, ax, a) for arg, t, ax, a in found if _symbolic(gm, t, ax) is False]
+    if root.compiled:
+        static = [(arg, t, ax, a) for arg, t, ax, a in static if t.size(ax) >= 2]
     if not static or retraced:
         if static:
             names = ", ".join(f"{arg} axis {ax} ({a.name})" for arg, _, ax, a in static)
             warnings.warn(f"torchair dynamic_axes: the model's code fixed {names}; other sizes there will recompile")
         where = {id(x): i for i, x in enumerate(example_inputs)}
-        return [(where[id(t)], ax, a, arg) for arg, t, ax, a in found if id(t) in where]
+        plan = Plan([(where[id(t)], ax, a, arg) for arg, t, ax, a in found if id(t) in where], root.oblivious)
+        root.compiled, root.oblivious = True, False
+        return plan
     for _, t, ax, a in static:
         before = set(vars(t))
         # no min/max here: a guard on them would only have dynamo trace again, and guard()
         # refuses a size out of range with an error that names it; maybe_: a dim the model's
-        # code fixes is a warning below, not dynamo's ConstraintViolationError
+        # code fixes is a warning above, not dynamo's ConstraintViolationError
         torch._dynamo.maybe_mark_dynamic(t, ax)
         setattr(t, _OURS, tuple(set(getattr(t, _OURS, ())) | (set(vars(t)) - before)))
     from torch._dynamo.exc import TensorifyScalarRestartAnalysis
 
-    _oblivious(True)
+    root.oblivious = any(t.size(ax) < 2 for _, t, ax, _ in static)
+    if root.oblivious:
+        _oblivious(True)
     tx.speculation_log.clear()  # the new trace may take other paths
     raise TensorifyScalarRestartAnalysis("torchair dynamic_axes: trace again with the declared axes symbolic")
