@@ -98,15 +98,10 @@ static air_status infer_conv2d(op_infer_ctx *c)
 	const ir_value *x = c->in[0], *w = c->in[1];
 	if (!is_float(x->dtype))
 		return op_fail(c, AIR_UNSUPPORTED, "takes f32 or f64, not %s", air_dtype_name(x->dtype));
-	if (x->dtype == AIR_F32 && (w->dtype == AIR_BF16 || w->dtype == AIR_F16)) {
-		/* a 16-bit weight (kernels/conv/conv_nhwc_lowp.c); all else f32 */
-		for (int i = 2; i < c->n_in; i++)
-			if (c->in[i]->dtype != AIR_F32)
-				return op_fail(c, AIR_DTYPE_MISMATCH, "with a %s weight, input %d must be f32, not %s",
-					       air_dtype_name(w->dtype), i, air_dtype_name(c->in[i]->dtype));
-	} else {
+	bool lowp; /* a 16-bit weight: kernels/conv/conv_nhwc_lowp.c */
+	AIR_TRY(op_lowp_weight(c, &lowp));
+	if (!lowp)
 		AIR_TRY(op_same_dtype(c, 0, c->n_in - 1));
-	}
 	if (x->rank != 4 || w->rank != 4)
 		return op_fail(c, AIR_SHAPE_MISMATCH, "x and weight must have rank 4 (NCHW, OIHW), got %d and %d",
 			       x->rank, w->rank);

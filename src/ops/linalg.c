@@ -118,16 +118,10 @@ static air_status infer_linear(op_infer_ctx *c)
 		return op_fail(c, AIR_INVALID_ARGUMENT, "has_bias is %d and has_residual %d but there are %d inputs",
 			       has_bias, (int)has_res, c->n_in);
 	const ir_value *x = c->in[0], *w = c->in[1];
-	if (x->dtype == AIR_F32 && (w->dtype == AIR_BF16 || w->dtype == AIR_F16)) {
-		/* a 16-bit weight read in place (kernels/matmul/linear_lowp.h);
-		 * everything else f32 */
-		for (int i = 2; i < c->n_in; i++)
-			if (c->in[i]->dtype != AIR_F32)
-				return op_fail(c, AIR_DTYPE_MISMATCH, "with a %s weight, input %d must be f32, not %s",
-					       air_dtype_name(w->dtype), i, air_dtype_name(c->in[i]->dtype));
-	} else {
+	bool lowp; /* a 16-bit weight read in place: kernels/matmul/linear_lowp.h */
+	AIR_TRY(op_lowp_weight(c, &lowp));
+	if (!lowp)
 		AIR_TRY(float_operands(c, 0, c->n_in - 1));
-	}
 	if (x->rank < 1)
 		return op_fail(c, AIR_SHAPE_MISMATCH, "x must have rank 1 or more");
 	AIR_TRY(want_rank(c, 1, 2, "weight"));

@@ -71,6 +71,10 @@ int op_find(const char *name); /* -1 if unknown */
 /* Helpers for infer functions. */
 air_status op_broadcast(op_infer_ctx *c, const ir_value *a, const ir_value *b, int *rank, air_dim *dims);
 air_status op_same_dtype(op_infer_ctx *c, int first, int last);
+/* A product (linear, conv2d) whose input 1 is a 16-bit float weight read as
+ * it is: x (input 0) f32 and every input after the weight f32. *lowp: the
+ * weight is 16-bit (then checked); else nothing is checked. */
+air_status op_lowp_weight(op_infer_ctx *c, bool *lowp);
 air_status op_fail(op_infer_ctx *c, air_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* attribute i of the node */
 static inline const ir_attr *op_attr(const op_infer_ctx *c, int i)

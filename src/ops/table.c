@@ -72,6 +72,19 @@ air_status op_broadcast(op_infer_ctx *c, const ir_value *a, const ir_value *b, i
 	return AIR_OK;
 }
 
+air_status op_lowp_weight(op_infer_ctx *c, bool *lowp)
+{
+	const ir_value *x = c->in[0], *w = c->in[1];
+	*lowp = x->dtype == AIR_F32 && (w->dtype == AIR_BF16 || w->dtype == AIR_F16);
+	if (!*lowp)
+		return AIR_OK;
+	for (int i = 2; i < c->n_in; i++)
+		if (c->in[i]->dtype != AIR_F32)
+			return op_fail(c, AIR_DTYPE_MISMATCH, "with a %s weight, input %d must be f32, not %s",
+				       air_dtype_name(w->dtype), i, air_dtype_name(c->in[i]->dtype));
+	return AIR_OK;
+}
+
 air_status op_same_dtype(op_infer_ctx *c, int first, int last)
 {
 	for (int i = first + 1; i <= last && i < c->n_in; i++)
