@@ -103,6 +103,58 @@ static const char *wino_or(const conv_case *k, int act, const char *other)
 		       : other;
 }
 
+/* Runs conv2d_nhwc on x_nhwc with the weight warg (fast kernels, expecting
+ * fast_kernel, and reference ones) against the oracle: the NCHW reference
+ * conv2d (no layout pass) of x_nchw with the f32 weight w, with the fused
+ * residual r and activation applied here in double. tol: absolute. */
+static void run_case(const char *label, const conv_case *k, const float *x_nchw, const float *x_nhwc, const float *w,
+		     th_arg warg, const float *b, const float *r, const char *fast_kernel, double tol)
+{
+	int64_t Cg = k->C / k->G;
+	int64_t OH = (k->H + 2 * k->ph - k->dh * (k->KH - 1) - 1) / k->sh + 1;
+	int64_t OW = (k->W + 2 * k->pw - k->dw * (k->KW - 1) - 1) / k->sw + 1;
+	int64_t yn = k->N * k->O * OH * OW;
+	int64_t s[2] = {k->sh, k->sw}, p[2] = {k->ph, k->pw}, d[2] = {k->dh, k->dw};
+	air_attr attrs[7] = {th_ints("stride", s, 2), th_ints("padding", p, 2), th_ints("dilation", d, 2),
+			     th_int("groups", k->G), th_int("has_bias", k->bias), th_int("act", k->act),
+			     th_int("has_residual", k->res)};
+	th_arg a[4];
+	int64_t xd[4] = {k->N, k->C, k->H, k->W}, wd[4] = {k->O, Cg, k->KH, k->KW}, bd[1] = {k->O};
+	int n = 0;
+	a[n++] = th_make(AIR_F32, x_nchw, 4, xd);
+	a[n] = th_make(AIR_F32, w, 4, wd);
+	a[n++].constant = 1;
+	if (k->bias)
+		a[n++] = th_make(AIR_F32, b, 1, bd);
+	int64_t cnt;
+	float *ref = compile_run("conv2d", a, n, attrs, 5, AIR_COMPILE_REFERENCE_KERNELS, AIR_PASS_LAYOUT, NULL, &cnt);
+	double *want = malloc(sizeof(double) * (size_t)(yn ? yn : 1));
+	if (ref) {
+		float *t = malloc(sizeof(float) * (size_t)(yn ? yn : 1));
+		nchw_to_nhwc(ref, t, k->N, k->O, OH, OW);
+		for (int64_t i = 0; i < yn; i++)
+			want[i] = act_f64((double)t[i] + (k->res ? r[i] : 0.0), k->act);
+		free(t);
+	}
+	int64_t xhd[4] = {k->N, k->H, k->W, k->C}, rd[4] = {k->N, OH, OW, k->O};
+	a[0] = th_make(AIR_F32, x_nhwc, 4, xhd);
+	a[1] = warg;
+	if (k->res)
+		a[n++] = th_make(AIR_F32, r, 4, rd);
+	for (int fast = 0; fast < 2; fast++) {
+		float *got = compile_run("conv2d_nhwc", a, n, attrs, 7, fast ? 0 : AIR_COMPILE_REFERENCE_KERNELS, 0,
+					 fast ? fast_kernel : "conv2d_nhwc_ref", &cnt);
+		if (got && ref) {
+			CHECK(cnt == yn);
+			char buf[256];
+			snprintf(buf, sizeof buf, "%s [%s]", label, fast ? "fast" : "reference");
+			th_compare(buf, AIR_F32, got, want, NULL, yn, 1e-5, tol);
+		}
+		free(got);
+	}
+	free(ref), free(want);
+}
+
 static void check_conv(const conv_case *k)
 {
 	char label[192];
@@ -118,49 +170,12 @@ static void check_conv(const conv_case *k)
 	float *x = th_randf(xn), *w = th_randf(wn), *b = th_randf(k->O), *r = th_randf(yn);
 	float *xh = malloc(sizeof(float) * (size_t)(xn ? xn : 1));
 	nchw_to_nhwc(x, xh, k->N, k->C, k->H, k->W);
-	int64_t s[2] = {k->sh, k->sw}, p[2] = {k->ph, k->pw}, d[2] = {k->dh, k->dw};
-	air_attr attrs[7] = {th_ints("stride", s, 2), th_ints("padding", p, 2), th_ints("dilation", d, 2),
-			     th_int("groups", k->G), th_int("has_bias", k->bias), th_int("act", k->act),
-			     th_int("has_residual", k->res)};
-	/* the oracle: NCHW conv2d (reference kernels, no layout pass) */
-	th_arg a[4];
-	int64_t xd[4] = {k->N, k->C, k->H, k->W}, wd[4] = {k->O, Cg, k->KH, k->KW}, bd[1] = {k->O};
-	int n = 0;
-	a[n++] = th_make(AIR_F32, x, 4, xd);
-	a[n] = th_make(AIR_F32, w, 4, wd);
-	a[n++].constant = 1;
-	if (k->bias)
-		a[n++] = th_make(AIR_F32, b, 1, bd);
-	int64_t cnt;
-	float *ref_nchw = compile_run("conv2d", a, n, attrs, 5, AIR_COMPILE_REFERENCE_KERNELS, AIR_PASS_LAYOUT, NULL,
-				      &cnt);
-	double *want = malloc(sizeof(double) * (size_t)(yn ? yn : 1));
-	if (ref_nchw) {
-		float *t = malloc(sizeof(float) * (size_t)(yn ? yn : 1));
-		nchw_to_nhwc(ref_nchw, t, k->N, k->O, OH, OW);
-		for (int64_t i = 0; i < yn; i++)
-			want[i] = act_f64((double)t[i] + (k->res ? r[i] : 0.0), k->act);
-		free(t);
-	}
-	/* the NHWC op */
-	int64_t xhd[4] = {k->N, k->H, k->W, k->C}, rd[4] = {k->N, OH, OW, k->O};
-	a[0] = th_make(AIR_F32, xh, 4, xhd);
-	if (k->res)
-		a[n++] = th_make(AIR_F32, r, 4, rd);
-	float *got[2] = {NULL, NULL};
-	for (int fast = 0; fast < 2; fast++) {
-		got[fast] = compile_run("conv2d_nhwc", a, n, attrs, 7, fast ? 0 : AIR_COMPILE_REFERENCE_KERNELS, 0,
-					fast ? k->kernel : "conv2d_nhwc_ref", &cnt);
-		if (!got[fast] || !ref_nchw)
-			continue;
-		CHECK(cnt == yn);
-		char buf[256];
-		snprintf(buf, sizeof buf, "%s [%s]", label, fast ? "fast" : "reference");
-		/* the sums run over Cg * KH * KW terms of size < 1 */
-		double tol = 1e-5 * (double)(Cg * k->KH * k->KW + 2);
-		th_compare(buf, AIR_F32, got[fast], want, NULL, yn, 1e-5, tol);
-	}
-	free(x), free(w), free(b), free(r), free(xh), free(ref_nchw), free(want), free(got[0]), free(got[1]);
+	int64_t wd[4] = {k->O, Cg, k->KH, k->KW};
+	th_arg warg = th_make(AIR_F32, w, 4, wd);
+	warg.constant = 1;
+	/* the sums run over Cg * KH * KW terms of size < 1 */
+	run_case(label, k, x, xh, w, warg, b, r, k->kernel, 1e-5 * (double)(Cg * k->KH * k->KW + 2));
+	free(x), free(w), free(b), free(r), free(xh);
 }
 
 static void test_conv(void)
@@ -315,47 +330,12 @@ static void check_conv_lowp(const conv_case *k, air_dtype wt, int weight_input)
 	for (int64_t i = 0; i < xn; i++)
 		xr[i] = wt == AIR_BF16 ? k_bf16_to_f32(k_f32_to_bf16(x[i])) : k_f16_to_f32(k_f32_to_f16(x[i]));
 	nchw_to_nhwc(x, xh, k->N, k->C, k->H, k->W);
-	int64_t s[2] = {k->sh, k->sw}, p[2] = {k->ph, k->pw}, d[2] = {k->dh, k->dw};
-	air_attr attrs[7] = {th_ints("stride", s, 2), th_ints("padding", p, 2), th_ints("dilation", d, 2),
-			     th_int("groups", 1), th_int("has_bias", k->bias), th_int("act", k->act),
-			     th_int("has_residual", k->res)};
-	th_arg a[4];
-	int64_t xd[4] = {k->N, k->C, k->H, k->W}, wd[4] = {k->O, k->C, k->KH, k->KW}, bd[1] = {k->O};
-	int n = 0;
-	a[n++] = th_make(AIR_F32, xr, 4, xd);
-	a[n] = th_make(AIR_F32, w, 4, wd);
-	a[n++].constant = 1;
-	if (k->bias)
-		a[n++] = th_make(AIR_F32, b, 1, bd);
-	int64_t cnt;
-	float *ref = compile_run("conv2d", a, n, attrs, 5, AIR_COMPILE_REFERENCE_KERNELS, AIR_PASS_LAYOUT, NULL, &cnt);
-	double *want = malloc(sizeof(double) * (size_t)yn);
-	if (ref) {
-		float *t = malloc(sizeof(float) * (size_t)yn);
-		nchw_to_nhwc(ref, t, k->N, k->O, OH, OW);
-		for (int64_t i = 0; i < yn; i++)
-			want[i] = act_f64((double)t[i] + (k->res ? r[i] : 0.0), k->act);
-		free(t);
-	}
-	int64_t xhd[4] = {k->N, k->H, k->W, k->C}, rd[4] = {k->N, OH, OW, k->O};
-	a[0] = th_make(AIR_F32, xh, 4, xhd);
-	a[1] = th_make(wt, w16, 4, wd);
-	a[1].constant = !weight_input;
-	if (k->res)
-		a[n++] = th_make(AIR_F32, r, 4, rd);
+	int64_t wd[4] = {k->O, k->C, k->KH, k->KW};
+	th_arg warg = th_make(wt, w16, 4, wd);
+	warg.constant = !weight_input;
 	int pw = k->KH == 1 && k->KW == 1 && k->sh == 1 && k->sw == 1 && k->ph == 0 && k->pw == 0;
-	for (int fast = 0; fast < 2; fast++) {
-		float *got = compile_run("conv2d_nhwc", a, n, attrs, 7, fast ? 0 : AIR_COMPILE_REFERENCE_KERNELS, 0,
-					 fast ? (pw ? LOWP_PW : LOWP_I2C) : "conv2d_nhwc_ref", &cnt);
-		if (got && ref) {
-			CHECK(cnt == yn);
-			char buf[256];
-			snprintf(buf, sizeof buf, "%s [%s]", label, fast ? "fast" : "reference");
-			th_compare(buf, AIR_F32, got, want, NULL, yn, 1e-5, 1e-5 * (double)(k->C * k->KH * k->KW + 2));
-		}
-		free(got);
-	}
-	free(x), free(w), free(b), free(r), free(xr), free(xh), free(w16), free(ref), free(want);
+	run_case(label, k, xr, xh, w, warg, b, r, pw ? LOWP_PW : LOWP_I2C, 1e-5 * (double)(k->C * k->KH * k->KW + 2));
+	free(x), free(w), free(b), free(r), free(xr), free(xh), free(w16);
 }
 
 /* Sizes off every vector width and tile (channels 1, 17, 65 and 100; 1 to
