@@ -96,10 +96,42 @@ class CompileReport:
                     f"    16-bit weights: {len(s.converted)} f32 weight(s) read as 16-bit copies, {total} bytes "
                     f"({total / 2**20:.1f} MiB), converted once and shared with other graphs of the same weights"
                 )
+            precision = _precision_line(s.air_report)
+            if precision:
+                lines.append(f"    {precision}")
             lines += [f"    {line}" for line in _autotune_lines(s.air_report)]
         for node, op, reason in self.fallbacks:
             lines.append(f"  fallback {node}: {op}: {reason}")
         return "\n".join(lines)
+
+
+def _precision_line(air_report: str) -> str:
+    """Which steps ran in which precision, from the C report's kernels per step, when any
+    step reads or writes 16-bit floats: the products on 16-bit weights (kernels named lowp),
+    the casts at the graph's edges, and the rest, which compute in f32."""
+    if "kernels per step:" not in air_report:
+        return ""
+    table = air_report[air_report.index("kernels per step:"):].splitlines()[1:]
+    products: dict[str, int] = {}
+    casts = others = 0
+    for row in table:
+        parts = row.split()
+        if len(parts) < 4 or not parts[0].isdigit():
+            break
+        op, kernel = parts[1], parts[2]
+        if "lowp" in kernel:
+            products[op] = products.get(op, 0) + 1
+        elif kernel.startswith("cast_half") or (op == "cast" and ("bf16[" in row or "f16[" in row)):
+            casts += 1
+        else:
+            others += 1
+    if not products and not casts:
+        return ""
+    made = ", ".join(f"{op} x{n}" for op, n in products.items()) or "none"
+    return (
+        f"precision: {sum(products.values())} product(s) on 16-bit weights ({made}), f32 accumulation; "
+        f"{casts} cast(s) to or from 16 bits at the edges; {others} other step(s) compute in f32"
+    )
 
 
 def _autotune_lines(air_report: str) -> list[str]:

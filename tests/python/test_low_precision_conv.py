@@ -80,6 +80,8 @@ def test_a_16_bit_cnn_runs_its_convs_on_16_bit_weights(dtype):
     assert kernels.count("conv2d_nhwc_lowp_1x1") == 3, kernels
     assert kernels.count("conv2d_nhwc_lowp_im2col") == 3, kernels
     assert len(kernels) == 8 and not any("lowp" in k for k in (kernels[0], kernels[-1])), kernels
+    # the report says which steps ran on 16-bit weights
+    assert "precision: 7 product(s) on 16-bit weights (conv2d_nhwc x6, linear x1)" in str(reports[0]), str(reports[0])
 
 
 def test_a_bf16_cnn_holds_its_conv_weights_in_16_bits():
