@@ -49,3 +49,15 @@ def kernel_steps(reports: list[CompileReport], graph: str) -> list[tuple[str, st
                 if len(parts) > 3:
                     steps.append((parts[1], parts[2], parts[3]))
     return steps
+
+
+def run_mixed_precision(model: Any, x: Any) -> tuple[Any, list[CompileReport], Any, Any]:
+    """model compiled with mixed_precision='bf16' and run on x, beside eager fp32 and eager under
+    torch.autocast bf16 (the yardstick for the error): (out, reports, eager, autocast)."""
+    compiled, reports = compile_recording(model, {"mixed_precision": "bf16"})
+    with torch.no_grad():
+        out = compiled(x)
+        want = model(x)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            auto = model(x).float()
+    return out, reports, want, auto

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.accuracy import check_accuracy
-from tests.python._compile import compile_recording, fallbacks, kernel_steps
+from tests.python._compile import compile_recording, fallbacks, kernel_steps, run_mixed_precision
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 LOW = [torch.bfloat16, torch.float16]
@@ -80,12 +80,7 @@ def test_weights_are_read_in_place(dtype):
 def test_mixed_precision_bf16_on_an_fp32_model():
     model = _model(torch.float32)
     x = torch.randn(5, 96)
-    compiled, reports = compile_recording(model, {"mixed_precision": "bf16"})
-    with torch.no_grad():
-        out = compiled(x)
-        want = model(x)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            auto = model(x).float()
+    out, reports, want, auto = run_mixed_precision(model, x)
     assert out.dtype == torch.float32
     assert not fallbacks(reports)
     # the report counts the bf16 copies: 2 bytes a weight value

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from bench.accuracy import check_accuracy
-from tests.python._compile import compile_recording, fallbacks, kernel_steps
+from tests.python._compile import compile_recording, fallbacks, kernel_steps, run_mixed_precision
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
@@ -104,12 +104,7 @@ def test_a_bf16_cnn_holds_its_conv_weights_in_16_bits():
 def test_mixed_precision_bf16_runs_an_fp32_cnn_on_bf16_conv_weights():
     model = _net(torch.float32)
     x = torch.randn(2, 3, 40, 40)
-    compiled, reports = compile_recording(model, {"mixed_precision": "bf16"})
-    with torch.no_grad():
-        out = compiled(x)
-        want = model(x)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            auto = model(x).float()
+    out, reports, want, auto = run_mixed_precision(model, x)
     assert out.dtype == torch.float32
     assert not fallbacks(reports)
     kernels = _conv_kernels(reports)
