@@ -23,7 +23,7 @@ from torchair import _C
 from torchair.config import CompilerConfig
 from torchair.errors import TorchairError, Unsupported
 from torchair.frozen import FrozenGraph
-from torchair.lowering import AVAILABLE_OUTPUTS, LOWERINGS, Lowerer, meta
+from torchair.lowering import AVAILABLE_OUTPUTS, Lowerer, lowering_for, meta
 from torchair.lowering.core import LOW_PRECISION, storage_dtype
 from torchair.partition import (
     _eager_views,
@@ -60,7 +60,7 @@ def check_node(node: Node) -> str | None:
     """None if libair can run node, else the reason it cannot."""
     if is_size_node(node):
         return None
-    fn = LOWERINGS.get(node.target)
+    fn = lowering_for(node.target)
     if fn is None:
         return "no torchair lowering for this op"
     val = meta(node)
@@ -202,7 +202,9 @@ def lower_subgraph(
             continue
         if is_size_node(n):  # its users take sizes from meta
             continue
-        L.bind(n, LOWERINGS[n.target](L, n))
+        lowering = lowering_for(n.target)
+        assert lowering is not None
+        L.bind(n, lowering(L, n))
     assert out_node is not None
     result = out_node.args[0]
     single = not isinstance(result, (tuple, list))

@@ -36,6 +36,7 @@ from torchair.lowering.core import (
     arg,
     aten,
     is_float,
+    lowering_for,
     lowers,
     meta,
     norm_axis,
@@ -47,6 +48,7 @@ from torchair.lowering.elementwise import _zero_pad_parts
 __all__ = [
     "AVAILABLE_OUTPUTS",
     "LOWERINGS",
+    "lowering_for",
     "MAX_TRANSPOSED_GROUPS",
     "Lowerer",
     "Lowering",

@@ -28,6 +28,15 @@ _DIM_ADD, _DIM_SUB, _DIM_MUL, _DIM_FLOORDIV, _DIM_CEILDIV, _DIM_MOD, _DIM_MIN, _
 _INT64_MAX = 2**63 - 1
 
 
+def lowering_for(target: Any) -> Lowering | None:
+    """The lowering of an op. Ops that exist only once some torch module registered them
+    (inductor's prims.fma) are keyed by their name, so torchair need not import it."""
+    fn = LOWERINGS.get(target)
+    if fn is None and isinstance(target, torch._ops.OpOverload):
+        fn = LOWERINGS.get(str(target))
+    return fn
+
+
 def lowers(*targets: Any, outputs: Sequence[int] | None = None) -> Callable[[Lowering], Lowering]:
     def register(fn: Lowering) -> Lowering:
         for t in targets:

@@ -256,6 +256,15 @@ for _t in _BINARY:
     LOWERINGS[_t] = _binary
 
 
+@lowers("prims.fma.default")  # registered by torch._inductor.inductor_prims
+def _fma(L: Lowerer, n: Node) -> Value:
+    """a * b + c: lerp's decomposition (AdamW's moment update) gives it. Two roundings here
+    where the prim has one: within an ulp of eager's lerp, which is not an fma either."""
+    out = out_val(n)
+    a, b, c = (L.operand(v, out.dtype) for v in n.args[:3])
+    return L.node("add", [L.node("mul", [a, b]), c])
+
+
 @lowers(aten.div.Tensor_mode)
 def _div_mode(L: Lowerer, n: Node) -> Value:
     out = out_val(n)
