@@ -70,18 +70,40 @@ static air_status infer_batch_norm_train(op_infer_ctx *c)
 	return AIR_OK;
 }
 
-/* batch_norm_backward(dy, x [N, C, ...], mean [C], invstd [C], weight? [C])
- *   -> dx, dweight [C], dbias [C] */
+/* a and b of one shape */
+static air_status same_shape(op_infer_ctx *c, const ir_value *a, const ir_value *b, const char *what)
+{
+	if (a->rank != b->rank)
+		return op_fail(c, AIR_SHAPE_MISMATCH, "%s differ in rank", what);
+	for (int d = 0; d < a->rank; d++)
+		if (conflict(a->dims[d], b->dims[d]))
+			return op_fail(c, AIR_SHAPE_MISMATCH, "%s differ in dim %d", what, d);
+	return AIR_OK;
+}
+
+/* batch_norm_backward(dy, x [N, C, ...], mean [C], invstd [C], weight? [C],
+ * relu_out?) -> dx, dweight [C], dbias [C]. With has_mask, dy is first
+ * threshold_backward(dy, relu_out, threshold): ReLU's backward folded in. */
 static air_status infer_batch_norm_backward(op_infer_ctx *c)
 {
-	AIR_TRY(optional_inputs(c, 0, 1, 4));
-	AIR_TRY(per_channel_inputs(c, 1, 2));
+	int64_t hw = op_attr(c, 0)->i, hm = op_attr(c, 2)->i;
+	if (hw < 0 && c->n_in == 5 && hm)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "with has_mask and 5 inputs, has_weight must say if it is there");
+	int want = 4 + (hw < 0 ? c->n_in - 4 - (hm != 0) > 0 : hw != 0) + (hm != 0);
+	if (c->n_in != want)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "has_weight and has_mask call for %d inputs, got %d", want, c->n_in);
 	const ir_value *dy = c->in[0], *x = c->in[1];
-	if (dy->rank != x->rank)
-		return op_fail(c, AIR_SHAPE_MISMATCH, "dy and x differ in rank");
-	for (int d = 0; d < x->rank; d++)
-		if (conflict(dy->dims[d], x->dims[d]))
-			return op_fail(c, AIR_SHAPE_MISMATCH, "dy and x differ in dim %d", d);
+	if (hm) {
+		AIR_TRY(same_shape(c, c->in[c->n_in - 1], x, "relu_out and x"));
+		c->n_in--; /* the per-channel checks below skip the mask */
+		air_status st = per_channel_inputs(c, 1, 2);
+		c->n_in++;
+		AIR_TRY(st);
+		AIR_TRY(op_same_dtype(c, 0, c->n_in - 1));
+	} else {
+		AIR_TRY(per_channel_inputs(c, 1, 2));
+	}
+	AIR_TRY(same_shape(c, dy, x, "dy and x"));
 	c->out[0] = *x;
 	c->out[1] = *x;
 	c->out[1].rank = 1;
@@ -98,11 +120,7 @@ static air_status infer_threshold_backward(op_infer_ctx *c)
 	if (!is_float(x->dtype))
 		return op_fail(c, AIR_UNSUPPORTED, "takes f32 or f64, not %s", air_dtype_name(x->dtype));
 	AIR_TRY(op_same_dtype(c, 0, 1));
-	if (g->rank != x->rank)
-		return op_fail(c, AIR_SHAPE_MISMATCH, "grad and x differ in rank");
-	for (int d = 0; d < x->rank; d++)
-		if (conflict(g->dims[d], x->dims[d]))
-			return op_fail(c, AIR_SHAPE_MISMATCH, "grad and x differ in dim %d", d);
+	AIR_TRY(same_shape(c, g, x, "grad and x"));
 	c->out[0] = *x;
 	return AIR_OK;
 }
@@ -116,6 +134,8 @@ static const op_attr_spec batch_norm_train_attrs[] = {
 static const op_attr_spec batch_norm_backward_attrs[] = {
 	{"has_weight", OPA_INT, false, -1, 0},
 	{"train", OPA_INT, false, 1, 0}, /* 0: mean and invstd are the running statistics */
+	{"has_mask", OPA_INT, false, 0, 0}, /* the last input is a ReLU's output: dy masked by it */
+	{"threshold", OPA_FLOAT, false, 0, 0}, /* the mask's threshold */
 };
 static const op_attr_spec threshold_backward_attrs[] = {{"threshold", OPA_FLOAT, false, 0, 0}};
 
@@ -123,7 +143,7 @@ static const op_attr_spec threshold_backward_attrs[] = {{"threshold", OPA_FLOAT,
 
 const op_def op_def_batch_norm_train = {"batch_norm_train", 3, 5, 4, batch_norm_train_attrs, 4,
 					infer_batch_norm_train, KREF(batch_norm_train), 0};
-const op_def op_def_batch_norm_backward = {"batch_norm_backward", 4, 5, 3, batch_norm_backward_attrs, 2,
+const op_def op_def_batch_norm_backward = {"batch_norm_backward", 4, 6, 3, batch_norm_backward_attrs, 4,
 					   infer_batch_norm_backward, KREF(batch_norm_backward), 0};
 const op_def op_def_threshold_backward = {"threshold_backward", 2, 2, 1, threshold_backward_attrs, 1,
 					  infer_threshold_backward, KREF(threshold_backward), 0};

@@ -107,34 +107,55 @@ static void run_case(int64_t N, int64_t C, int64_t H, int64_t W, int has_w, int 
 	compare(label, fo[1][1], fo[0][1], C, 1e-6);
 	compare(label, fo[1][2], fo[0][2], C, 2e-5 * (1 + fabs(offset)));
 	compare(label, fo[1][3], fo[0][3], 2 * C, 2e-5 * (1 + fabs(offset)));
-	/* backward from the reference's saved statistics, train and eval */
-	for (int train = 0; train < 2; train++) {
-		float *bo[2][3];
-		for (int k = 0; k < 2; k++) {
+	/* backward from the reference's saved statistics, train and eval, and
+	 * with ReLU's backward folded in (mask r: dy where r > 0, else 0), which
+	 * must equal the unmasked kernel on the masked dy */
+	float *r = randf(n, 1.0, 0.0), *dym = malloc(sizeof(float) * (size_t)n);
+	for (int64_t i = 0; i < n; i += 5)
+		r[i] = 0.0f; /* at the threshold: masked */
+	for (int64_t i = 0; i < n; i++)
+		dym[i] = r[i] <= 0.0f ? 0.0f : dy[i];
+	for (int mode = 0; mode < 4; mode++) {
+		int train = mode & 1, masked = mode >> 1;
+		float *bo[3][3];
+		for (int k = 0; k < 3; k++) {
 			bo[k][0] = malloc(sizeof(float) * (size_t)n);
 			bo[k][1] = malloc(sizeof(float) * (size_t)C);
 			bo[k][2] = malloc(sizeof(float) * (size_t)C);
-			k_tensor in[5] = {tensor(dy, 4, dims), tensor(x, 4, dims), tensor(fo[0][1], 1, cd),
-					  tensor(fo[0][2], 1, cd), tensor(w, 1, cd)};
+			/* k = 0: reference, 1: fast, 2: reference on the masked dy */
+			k_tensor in[6];
+			int ni = 0;
+			in[ni++] = tensor(k == 2 ? dym : dy, 4, dims);
+			in[ni++] = tensor(x, 4, dims);
+			in[ni++] = tensor(fo[0][1], 1, cd);
+			in[ni++] = tensor(fo[0][2], 1, cd);
+			if (has_w)
+				in[ni++] = tensor(w, 1, cd);
+			int m = masked && k < 2;
+			if (m)
+				in[ni++] = tensor(r, 4, dims);
 			k_tensor out[3] = {tensor(bo[k][0], 4, dims), tensor(bo[k][1], 1, cd), tensor(bo[k][2], 1, cd)};
-			k_attr attrs[2] = {{has_w, 0, NULL, 0}, {train, 0, NULL, 0}};
-			k_call call = make_call(attrs, in, has_w ? 5 : 4, out, 3, k ? pool : NULL);
-			if (k == 0)
+			k_attr attrs[4] = {{has_w, 0, NULL, 0}, {train, 0, NULL, 0}, {m, 0, NULL, 0}, {0, 0.0, NULL, 0}};
+			k_call call = make_call(attrs, in, ni, out, 3, k == 1 ? pool : NULL);
+			if (k != 1)
 				CHECK_OK(kref_batch_norm_backward(&call));
 			else
 				CHECK_OK(kfast_batch_norm_backward.supports(&call) ? kfast_batch_norm_backward.run(&call)
 										   : kref_batch_norm_backward(&call));
 		}
-		snprintf(label, sizeof label, "backward train %d N%lld C%lld %lldx%lld w%d off %g", train, (long long)N,
-			 (long long)C, (long long)H, (long long)W, has_w, offset);
+		snprintf(label, sizeof label, "backward train %d mask %d N%lld C%lld %lldx%lld w%d off %g", train, masked,
+			 (long long)N, (long long)C, (long long)H, (long long)W, has_w, offset);
 		/* dx and the sums carry the float sums' rounding over N*H*W terms */
-		compare(label, bo[1][0], bo[0][0], n, 1e-4);
-		compare(label, bo[1][1], bo[0][1], C, 1e-4 * sqrt((double)(N * H * W)));
-		compare(label, bo[1][2], bo[0][2], C, 1e-4 * sqrt((double)(N * H * W)));
-		for (int k = 0; k < 2; k++)
+		for (int k = 1; k < (masked ? 3 : 2); k++) {
+			compare(label, bo[k][0], bo[0][0], n, 1e-4);
+			compare(label, bo[k][1], bo[0][1], C, 1e-4 * sqrt((double)(N * H * W)));
+			compare(label, bo[k][2], bo[0][2], C, 1e-4 * sqrt((double)(N * H * W)));
+		}
+		for (int k = 0; k < 3; k++)
 			for (int j = 0; j < 3; j++)
 				free(bo[k][j]);
 	}
+	free(r), free(dym);
 	for (int k = 0; k < 2; k++)
 		for (int j = 0; j < 4; j++)
 			free(fo[k][j]);
@@ -191,9 +212,20 @@ static void test_api(void)
 	th_expect_build_error("batch_norm_train", ints, 3, NULL, 0, AIR_UNSUPPORTED, "int64 x");
 	air_attr hw = th_int("has_weight", 1);
 	th_expect_build_error("batch_norm_train", ok, 3, &hw, 1, AIR_INVALID_ARGUMENT, "has_weight without one");
-	th_arg bw[4] = {ok[0], ok[0], ok[1], ok[2]};
+	th_arg bw[6] = {ok[0], ok[0], ok[1], ok[2], ok[1], ok[0]};
 	CHECK_OK(th_build("batch_norm_backward", bw, 4, NULL, 0, &g));
 	air_graph_destroy(g);
+	air_attr masked[2] = {th_int("has_mask", 1), th_int("has_weight", 1)};
+	CHECK_OK(th_build("batch_norm_backward", bw, 6, masked, 2, &g));
+	air_graph_destroy(g);
+	air_attr no_w[2] = {th_int("has_mask", 1), th_int("has_weight", 0)};
+	th_arg bw5[5] = {ok[0], ok[0], ok[1], ok[2], ok[0]};
+	CHECK_OK(th_build("batch_norm_backward", bw5, 5, no_w, 2, &g)); /* the mask, no weight */
+	air_graph_destroy(g);
+	th_expect_build_error("batch_norm_backward", bw, 5, masked, 1, AIR_INVALID_ARGUMENT, "mask or weight?");
+	th_expect_build_error("batch_norm_backward", bw, 5, masked, 2, AIR_INVALID_ARGUMENT, "has_mask, no mask");
+	th_arg bw_bad[5] = {ok[0], ok[0], ok[1], ok[2], th_make(AIR_F32, x, 1, cd)};
+	th_expect_build_error("batch_norm_backward", bw_bad, 5, no_w, 2, AIR_SHAPE_MISMATCH, "a [C] mask");
 	th_arg tb[2] = {ok[0], th_make(AIR_F32, x, 1, cd)};
 	th_expect_build_error("threshold_backward", tb, 2, NULL, 0, AIR_SHAPE_MISMATCH, "threshold shapes differ");
 }

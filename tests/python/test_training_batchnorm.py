@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch import nn
 
-from _compile import compile_recording, fallbacks
+from _compile import compile_recording, fallbacks, kernel_steps
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
@@ -103,6 +103,10 @@ def test_train_steps_match_eager(affine):
     assert any(r.write_backs for r in reports if r.graph == "forward")
     kinds = {r.graph for r in reports if any(s.compiled for s in r.subgraphs)}
     assert {"forward", "backward"} <= kinds
+    # each relu's backward is folded into the batch norm backward before it
+    ops = [s[0] for s in kernel_steps(reports, "backward")]
+    assert ops.count("batch_norm_backward") == 2 and "threshold_backward" not in ops, ops
+    assert [s[0] for s in kernel_steps(reports, "forward")].count("batch_norm_train") == 2
 
 
 def test_channels_last_input():
@@ -161,3 +165,12 @@ def test_batchnorm1d_rows():
     model = nn.Sequential(nn.Linear(6, 9), nn.BatchNorm1d(9), nn.ReLU(), nn.Linear(9, 2))
     _, _, _, _, reports = _train(model, torch.randn(16, 6))
     assert _bn_fallbacks(reports) == []
+
+
+def test_relu_backward_alone():
+    """A ReLU with no batch norm before it: threshold_backward runs as its own kernel."""
+    torch.manual_seed(6)
+    model = nn.Sequential(nn.Linear(6, 40), nn.ReLU(), nn.Linear(40, 2))
+    _, _, _, _, reports = _train(model, torch.randn(33, 6))
+    assert _bn_fallbacks(reports) == []
+    assert "threshold_backward" in [s[0] for s in kernel_steps(reports, "backward")]

@@ -13,7 +13,7 @@ import torch
 from torch.fx import Node
 
 from torchair.errors import Unsupported
-from torchair.lowering.core import Lowerer, Value, aten, is_float, lowers, meta, out_val
+from torchair.lowering.core import LAZY, Lowerer, Value, aten, is_float, lowers, meta, out_val
 
 
 def _same_float_dtype(op: str, *nodes: Any) -> torch.dtype:
@@ -80,19 +80,41 @@ def _batch_norm_backward(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
         dtype = meta(x).dtype
         mean = L.value(rm)
         invstd = L.node("rsqrt", [L.node("add", [L.value(rv), L.scalar(_number("batch norm", "eps", eps), dtype)])])
+    attrs = {"has_weight": int(w is not None), "train": int(bool(train))}
+    relu = _deferred_relu_backward(L, dy, x)
+    if relu is not None:  # ReLU's backward folded in: its masked gradient is never written
+        dy, relu_out, threshold = relu
+        attrs.update(has_mask=1, threshold=threshold)
     inputs = [L.value(dy), L.value(x), mean, invstd] + ([L.value(w)] if w is not None else [])
-    dx, dw, db = L.node("batch_norm_backward", inputs, {"has_weight": int(w is not None), "train": int(bool(train))})
+    if relu is not None:
+        inputs.append(L.value(relu_out))
+    dx, dw, db = L.node("batch_norm_backward", inputs, attrs)
     return tuple(v if want else None for v, want in zip((dx, dw, db), mask))
 
 
+def _deferred_relu_backward(L: Lowerer, dy: Any, x: Node) -> tuple[Node, Node, float] | None:
+    """(grad, relu_out, threshold) when dy is a deferred threshold_backward
+    of x's shape used only here, which batch_norm_backward then takes over
+    (and which is then never built); else None."""
+    if not isinstance(dy, Node) or dy.target is not aten.threshold_backward.default or dy not in L.lazy:
+        return None
+    if len(dy.users) != 1 or tuple(meta(dy.args[1]).shape) != tuple(meta(x).shape):
+        return None
+    L.lazy.pop(dy)
+    return dy.args[0], dy.args[1], float(dy.args[2])
+
+
 @lowers(aten.threshold_backward.default)
-def _threshold_backward(L: Lowerer, n: Node) -> Value:
+def _threshold_backward(L: Lowerer, n: Node) -> Any:
     """grad where self > threshold, else 0: ReLU's backward (threshold 0),
     one pass in C (where(le(self, t), 0, grad) would be two, with a bool
-    tensor between: compares and where do not fuse)."""
+    tensor between: compares and where do not fuse). Deferred: a batch norm
+    backward that is its only user folds it in (_deferred_relu_backward);
+    otherwise it is built where first used."""
     grad, x, threshold = n.args
     _same_float_dtype("threshold_backward", grad, x)
     if tuple(meta(grad).shape) != tuple(meta(x).shape) or tuple(out_val(n).shape) != tuple(meta(x).shape):
         raise Unsupported("threshold_backward with broadcasting")
     t = _number("threshold_backward", "threshold", threshold)
-    return L.node("threshold_backward", [L.value(grad), L.value(x)], {"threshold": t})
+    L.lazy[n] = lambda: L.node("threshold_backward", [L.value(grad), L.value(x)], {"threshold": t})
+    return LAZY

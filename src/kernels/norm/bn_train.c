@@ -123,9 +123,10 @@ const k_kernel kfast_batch_norm_train = {"batch_norm_train_planes", 0, train_sup
 
 typedef struct bwd_ctx {
 	const kbn_impl *v;
-	const float *dy, *x, *mean, *invstd, *w;
+	const float *dy, *x, *mean, *invstd, *w, *mask;
 	float *dx, *dw, *db;
 	bool train;
+	float t;
 	int64_t N, C, inner, per_task;
 } bwd_ctx;
 
@@ -140,13 +141,20 @@ static void bwd_task(void *p, int64_t t, int thread)
 		double sdy = 0, dot = 0;
 		for (int64_t n = 0; n < c->N; n++) {
 			int64_t off = (n * c->C + ch) * c->inner;
-			c->v->bwd_sums(c->dy + off, c->x + off, c->inner, m, &sdy, &dot);
+			if (c->mask)
+				c->v->bwd_sums_masked(c->dy + off, c->mask + off, c->t, c->x + off, c->inner, m, &sdy, &dot);
+			else
+				c->v->bwd_sums(c->dy + off, c->x + off, c->inner, m, &sdy, &dot);
 		}
 		double s = c->invstd[ch], w = c->w ? c->w[ch] : 1.0;
 		float k = c->train ? (float)(dot * s * s / M) : 0.0f, gm = c->train ? (float)(sdy / M) : 0.0f;
 		for (int64_t n = 0; n < c->N; n++) {
 			int64_t off = (n * c->C + ch) * c->inner;
-			c->v->bwd_dx(c->dy + off, c->x + off, c->dx + off, c->inner, m, gm, k, (float)(s * w));
+			if (c->mask)
+				c->v->bwd_dx_masked(c->dy + off, c->mask + off, c->t, c->x + off, c->dx + off, c->inner, m,
+						    gm, k, (float)(s * w));
+			else
+				c->v->bwd_dx(c->dy + off, c->x + off, c->dx + off, c->inner, m, gm, k, (float)(s * w));
 		}
 		c->dw[ch] = (float)(dot * s);
 		c->db[ch] = (float)sdy;
@@ -161,10 +169,12 @@ static bool bwd_supports(const k_call *call)
 static air_status bwd_run(const k_call *call)
 {
 	const k_tensor *x = &call->in[1];
-	const k_tensor *w = kref_present(call->attrs[0].i, call->n_in, 4) ? &call->in[4] : NULL;
+	const k_tensor *w, *mask;
+	kbn_backward_inputs(call, &w, &mask);
 	bwd_ctx c = {chosen(), call->in[0].data, x->data, call->in[2].data, call->in[3].data, w ? w->data : NULL,
-		     call->out[0].data, call->out[1].data, call->out[2].data, call->attrs[1].i != 0,
-		     x->dims[0], x->dims[1], k_numel(x->rank - 2, x->dims + 2), 0};
+		     mask ? mask->data : NULL, call->out[0].data, call->out[1].data, call->out[2].data,
+		     call->attrs[1].i != 0, (float)call->attrs[3].f, x->dims[0], x->dims[1],
+		     k_numel(x->rank - 2, x->dims + 2), 0};
 	c.per_task = chans_per_task(c.N * c.inner);
 	rt_pool_run(call->pool, k_cdiv(c.C, c.per_task), bwd_task, &c);
 	return AIR_OK;

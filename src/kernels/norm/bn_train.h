@@ -12,9 +12,12 @@
  *       for the running variance, new = (1 - momentum) * old + momentum *
  *       batch, as aten does. (Two rows of one output: an op has at most
  *       OP_MAX_OUT = 4 outputs.)
- *   batch_norm_backward(dy, x, mean, invstd, weight?; train) -> dx, dweight, dbias
+ *   batch_norm_backward(dy, x, mean, invstd, weight?, relu_out?; train,
+ *       has_mask, threshold) -> dx, dweight, dbias
  *       (train = 0: mean and invstd are the running ones, and dx has no
- *       terms through the batch statistics)
+ *       terms through the batch statistics; has_mask: dy is first
+ *       threshold_backward(dy, relu_out, threshold), ReLU's backward, so its
+ *       masked copy is never written)
  *   threshold_backward(grad, x; threshold) -> grad where x > threshold, else 0 */
 #ifndef AIR_KERNELS_NORM_BN_TRAIN_H
 #define AIR_KERNELS_NORM_BN_TRAIN_H
@@ -31,6 +34,9 @@ extern const k_kernel kfast_batch_norm_train, kfast_batch_norm_backward,
 /* The inputs of batch_norm_train after x (weight and bias NULL when absent). */
 void kbn_train_inputs(const k_call *call, const k_tensor **weight, const k_tensor **bias, const k_tensor **rm,
 		      const k_tensor **rv);
+
+/* The optional inputs of batch_norm_backward (NULL when absent). */
+void kbn_backward_inputs(const k_call *call, const k_tensor **weight, const k_tensor **mask);
 
 /* "avx512", "avx2" or "scalar": the fast kernels' vector loops in use. */
 const char *kbn_isa_name(void);

@@ -115,6 +115,59 @@ static void bwd_sums_run(const float *dy, const float *x, int64_t n, float m, do
 	*dot += a2;
 }
 
+/* g with zeros where r <= t (ReLU's backward, folded into batch norm's:
+ * threshold_backward(g, r, t)) */
+static inline kbn_v kbn_mask(kbn_v g, const float *r, kbn_v vt)
+{
+	kbn_vi le = *(const kbn_vu *)r <= vt;
+	return (kbn_v)((kbn_vi)g & ~le);
+}
+
+/* bwd_sums_run of dy = threshold_backward(g, r, t) */
+static void bwd_sums_masked_run(const float *g, const float *r, float t, const float *x, int64_t n, float m,
+				double *sdy, double *dot)
+{
+	kbn_v vm = kbn_splat(m), vt = kbn_splat(t);
+	int64_t i = 0;
+	double a1 = 0, a2 = 0;
+	while (i + KBN_LANES <= n) {
+		kbn_v p1 = kbn_splat(0), p2 = kbn_splat(0);
+		int64_t end = i + (int64_t)KBN_BLOCK * KBN_LANES;
+		if (end > n)
+			end = n;
+		for (; i + KBN_LANES <= end; i += KBN_LANES) {
+			kbn_v d = kbn_mask(*(const kbn_vu *)(g + i), r + i, vt);
+			p1 += d;
+			p2 += d * (*(const kbn_vu *)(x + i) - vm);
+		}
+		a1 += kbn_hsum(p1);
+		a2 += kbn_hsum(p2);
+	}
+	for (; i < n; i++) {
+		float d = r[i] <= t ? 0.0f : g[i];
+		a1 += d;
+		a2 += (double)d * (double)(x[i] - m);
+	}
+	*sdy += a1;
+	*dot += a2;
+}
+
+/* bwd_dx_run of dy = threshold_backward(g, r, t) */
+static void bwd_dx_masked_run(const float *g, const float *r, float t, const float *x, float *dx, int64_t n, float m,
+			      float gm, float k, float s)
+{
+	kbn_v vm = kbn_splat(m), vg = kbn_splat(gm), vk = kbn_splat(k), vs = kbn_splat(s), vt = kbn_splat(t);
+	int64_t i = 0;
+	for (; i + KBN_LANES <= n; i += KBN_LANES) {
+		kbn_v d = kbn_mask(*(const kbn_vu *)(g + i), r + i, vt), xv = *(const kbn_vu *)(x + i);
+		*(kbn_vu *)(dx + i) = ((d - vg) - (xv - vm) * vk) * vs;
+	}
+	for (; i < n; i++) {
+		float d = r[i] <= t ? 0.0f : g[i];
+		dx[i] = ((d - gm) - (x[i] - m) * k) * s;
+	}
+}
+
 /* dx = ((dy - gm) - (x - m) * k) * s, aten's training formula with s =
  * invstd * weight; the eval form is k = 0, gm = 0 */
 static void bwd_dx_run(const float *dy, const float *x, float *dx, int64_t n, float m, float gm, float k, float s)
@@ -142,4 +195,5 @@ static void threshold_bwd_run(const float *g, const float *x, float *out, int64_
 		out[i] = x[i] <= t ? 0.0f : g[i];
 }
 
-const kbn_impl KBN_IMPL = {stats_run, apply_run, bwd_sums_run, bwd_dx_run, threshold_bwd_run};
+const kbn_impl KBN_IMPL = {stats_run, apply_run, bwd_sums_run, bwd_dx_run, bwd_sums_masked_run, bwd_dx_masked_run,
+			  threshold_bwd_run};

@@ -79,11 +79,25 @@ air_status kref_batch_norm_train(const k_call *call)
 	return AIR_OK;
 }
 
+void kbn_backward_inputs(const k_call *call, const k_tensor **weight, const k_tensor **mask)
+{
+	bool hm = call->attrs[2].i != 0;
+	*mask = hm ? &call->in[call->n_in - 1] : NULL;
+	*weight = call->n_in - (hm ? 1 : 0) > 4 && call->attrs[0].i != 0 ? &call->in[4] : NULL;
+}
+
+/* dy at k, masked as threshold_backward(dy, mask, t) when there is a mask */
+static double grad_at(const k_tensor *dy, const k_tensor *mask, double t, int64_t k)
+{
+	return mask && get(mask, k) <= t ? 0.0 : get(dy, k);
+}
+
 air_status kref_batch_norm_backward(const k_call *call)
 {
-	const k_tensor *dy = &call->in[0], *x = &call->in[1], *mean = &call->in[2], *invstd = &call->in[3];
-	const k_tensor *w = kref_present(call->attrs[0].i, call->n_in, 4) ? &call->in[4] : NULL;
+	const k_tensor *dy = &call->in[0], *x = &call->in[1], *mean = &call->in[2], *invstd = &call->in[3], *w, *mask;
+	kbn_backward_inputs(call, &w, &mask);
 	bool train = call->attrs[1].i != 0;
+	double t = call->attrs[3].f;
 	if (x->dtype != AIR_F32 && x->dtype != AIR_F64)
 		return bad_dtype("batch_norm_backward", x->dtype);
 	int64_t N = x->dims[0], C = x->dims[1], inner = k_numel(x->rank - 2, x->dims + 2);
@@ -94,14 +108,14 @@ air_status kref_batch_norm_backward(const k_call *call)
 		for (int64_t n = 0; n < N; n++)
 			for (int64_t i = 0; i < inner; i++) {
 				int64_t k = at(C, inner, n, c, i);
-				sdy += get(dy, k);
-				dot += get(dy, k) * (get(x, k) - m);
+				sdy += grad_at(dy, mask, t, k);
+				dot += grad_at(dy, mask, t, k) * (get(x, k) - m);
 			}
 		double k_ = M > 0 ? dot * s * s / M : 0.0, gmean = M > 0 ? sdy / M : 0.0;
 		for (int64_t n = 0; n < N; n++)
 			for (int64_t i = 0; i < inner; i++) {
 				int64_t k = at(C, inner, n, c, i);
-				double g = get(dy, k);
+				double g = grad_at(dy, mask, t, k);
 				double d = train ? (g - gmean - (get(x, k) - m) * k_) * s * wc : g * s * wc;
 				put(&call->out[0], k, d);
 			}
