@@ -204,6 +204,8 @@ def lower_subgraph(
             continue
         if is_size_node(n):  # its users take sizes from meta
             continue
+        if n in L.env:  # lowered by an earlier node's lowering, which fused it (a batch norm's relu)
+            continue
         L.bind(n, LOWERINGS[n.target](L, n))
     assert out_node is not None
     result = out_node.args[0]

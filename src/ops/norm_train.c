@@ -57,6 +57,8 @@ static air_status infer_batch_norm_train(op_infer_ctx *c)
 	AIR_TRY(per_channel_inputs(c, 0, 1));
 	if (op_attr(c, 1)->f < 0)
 		return op_fail(c, AIR_INVALID_ARGUMENT, "eps is negative");
+	if (op_attr(c, 4)->i != 0 && op_attr(c, 4)->i != 1)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "act must be 0 (none) or 1 (relu)");
 	const ir_value *x = c->in[0];
 	c->out[0] = *x;
 	c->out[1] = *x;
@@ -130,6 +132,7 @@ static const op_attr_spec batch_norm_train_attrs[] = {
 	{"eps", OPA_FLOAT, false, 0, 1e-5},
 	{"has_weight", OPA_INT, false, -1, 0},
 	{"has_bias", OPA_INT, false, -1, 0},
+	{"act", OPA_INT, false, 0, 0}, /* 1: relu applied to y */
 };
 static const op_attr_spec batch_norm_backward_attrs[] = {
 	{"has_weight", OPA_INT, false, -1, 0},
@@ -141,7 +144,7 @@ static const op_attr_spec threshold_backward_attrs[] = {{"threshold", OPA_FLOAT,
 
 #define KREF(name) {#name "_ref", 0, NULL, NULL, NULL, NULL, kref_##name}
 
-const op_def op_def_batch_norm_train = {"batch_norm_train", 3, 5, 4, batch_norm_train_attrs, 4,
+const op_def op_def_batch_norm_train = {"batch_norm_train", 3, 5, 4, batch_norm_train_attrs, 5,
 					infer_batch_norm_train, KREF(batch_norm_train), 0};
 const op_def op_def_batch_norm_backward = {"batch_norm_backward", 4, 6, 3, batch_norm_backward_attrs, 4,
 					   infer_batch_norm_backward, KREF(batch_norm_backward), 0};

@@ -67,7 +67,8 @@ static k_call make_call(const k_attr *attrs, const k_tensor *in, int n_in, const
 	return c;
 }
 
-static void run_case(int64_t N, int64_t C, int64_t H, int64_t W, int has_w, int has_b, double offset, rt_pool *pool)
+static void run_case(int64_t N, int64_t C, int64_t H, int64_t W, int has_w, int has_b, int act, double offset,
+		     rt_pool *pool)
 {
 	char label[160];
 	int64_t dims[4] = {N, C, H, W}, cd[1] = {C}, rd[2] = {2, C}, n = N * C * H * W;
@@ -91,7 +92,8 @@ static void run_case(int64_t N, int64_t C, int64_t H, int64_t W, int has_w, int 
 		in[ni++] = tensor(rv, 1, cd);
 		k_tensor out[4] = {tensor(fo[k][0], 4, dims), tensor(fo[k][1], 1, cd), tensor(fo[k][2], 1, cd),
 				   tensor(fo[k][3], 2, rd)};
-		k_attr attrs[4] = {{0, 0.1, NULL, 0}, {0, 1e-5, NULL, 0}, {has_w, 0, NULL, 0}, {has_b, 0, NULL, 0}};
+		k_attr attrs[5] = {{0, 0.1, NULL, 0}, {0, 1e-5, NULL, 0}, {has_w, 0, NULL, 0}, {has_b, 0, NULL, 0},
+				   {act, 0, NULL, 0}};
 		k_call call = make_call(attrs, in, ni, out, 4, k ? pool : NULL);
 		if (k == 0) {
 			CHECK_OK(kref_batch_norm_train(&call));
@@ -101,8 +103,12 @@ static void run_case(int64_t N, int64_t C, int64_t H, int64_t W, int has_w, int 
 								       : kref_batch_norm_train(&call));
 		}
 	}
-	snprintf(label, sizeof label, "train N%lld C%lld %lldx%lld w%d b%d off %g", (long long)N, (long long)C,
-		 (long long)H, (long long)W, has_w, has_b, offset);
+	snprintf(label, sizeof label, "train N%lld C%lld %lldx%lld w%d b%d relu %d off %g", (long long)N, (long long)C,
+		 (long long)H, (long long)W, has_w, has_b, act, offset);
+	int negative = 0;
+	for (int64_t i = 0; i < n; i++)
+		negative += fo[1][0][i] < 0;
+	CHECK(act ? negative == 0 : negative > 0);
 	compare(label, fo[1][0], fo[0][0], n, 2e-5 * (1 + fabs(offset)));
 	compare(label, fo[1][1], fo[0][1], C, 1e-6);
 	compare(label, fo[1][2], fo[0][2], C, 2e-5 * (1 + fabs(offset)));
@@ -167,8 +173,8 @@ static void test_kernels(rt_pool *pool)
 	static const int64_t shapes[][4] = {{2, 3, 5, 7}, {1, 17, 9, 9}, {4, 64, 7, 7}, {3, 5, 1, 33},
 					    {2, 7, 1, 3},  {1, 1, 16, 16}, {5, 31, 13, 11}};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-		for (int f = 0; f < 4; f++)
-			run_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], f & 1, (f >> 1) & 1,
+		for (int f = 0; f < 8; f++)
+			run_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], f & 1, (f >> 1) & 1, f >> 2,
 				 s == 2 ? 100.0 : 0.0, pool);
 }
 

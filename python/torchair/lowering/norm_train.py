@@ -7,6 +7,7 @@ graph as values; writing them into the module's buffers is the compiler's
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -36,6 +37,17 @@ def _row(L: Lowerer, running: Value, i: int, channels: Any) -> Value:
     return L.node("reshape", [s], {"shape": L.dims([channels])})
 
 
+def _relu_after(n: Node) -> Node | None:
+    """The relu that is the only user of the batch norm's output (getitem 0),
+    which the batch norm then applies itself (one pass less over the
+    activation), or None."""
+    firsts = [u for u in n.users if u.target is operator.getitem and u.args[1] == 0]
+    if len(firsts) != 1 or len(firsts[0].users) != 1:
+        return None
+    user = next(iter(firsts[0].users))
+    return user if user.target is aten.relu.default and meta(user).dtype == meta(firsts[0]).dtype else None
+
+
 @lowers(aten._native_batch_norm_legit_functional.default, outputs=(0, 1, 2, 3, 4))
 def _batch_norm_train(L: Lowerer, n: Node) -> tuple[Value, ...]:
     """(out, save_mean, save_invstd, new_running_mean, new_running_var) with
@@ -49,14 +61,18 @@ def _batch_norm_train(L: Lowerer, n: Node) -> tuple[Value, ...]:
     xm = meta(x)
     if xm.dim() < 2:
         raise Unsupported(f"batch norm over a {xm.dim()}-d input")
+    relu = _relu_after(n)
     attrs = {
         "momentum": _number("batch norm", "momentum", momentum),
         "eps": _number("batch norm", "eps", eps),
         "has_weight": int(w is not None),
         "has_bias": int(b is not None),
+        "act": int(relu is not None),
     }
     inputs = [L.value(x)] + [L.value(t) for t in (w, b) if t is not None] + [L.value(rm), L.value(rv)]
     y, mean, invstd, running = L.node("batch_norm_train", inputs, attrs)
+    if relu is not None:  # the relu is this y: the compiler then skips its node
+        L.env[relu] = y
     C = xm.shape[1]
     return y, mean, invstd, _row(L, running, 0, C), _row(L, running, 1, C)
 

@@ -67,6 +67,7 @@ typedef struct train_ctx {
 	const float *x, *w, *b, *rm, *rv;
 	float *y, *mean, *invstd, *running;
 	double momentum, eps;
+	int relu;
 	int64_t N, C, inner, per_task;
 } train_ctx;
 
@@ -89,7 +90,7 @@ static void train_task(void *p, int64_t t, int thread)
 		float a = (float)(invstd * w), sh = (float)(b - mean * (invstd * w));
 		for (int64_t n = 0; n < c->N; n++) {
 			int64_t off = (n * c->C + ch) * c->inner;
-			c->v->apply(c->x + off, c->y + off, c->inner, a, sh);
+			c->v->apply(c->x + off, c->y + off, c->inner, a, sh, c->relu);
 		}
 		c->mean[ch] = (float)mean;
 		c->invstd[ch] = (float)invstd;
@@ -109,7 +110,7 @@ static air_status train_run(const k_call *call)
 	kbn_train_inputs(call, &w, &b, &rm, &rv);
 	train_ctx c = {chosen(), x->data, w ? w->data : NULL, b ? b->data : NULL, rm->data, rv->data,
 		       call->out[0].data, call->out[1].data, call->out[2].data, call->out[3].data,
-		       call->attrs[0].f, call->attrs[1].f, x->dims[0], x->dims[1],
+		       call->attrs[0].f, call->attrs[1].f, call->attrs[4].i == 1, x->dims[0], x->dims[1],
 		       k_numel(x->rank - 2, x->dims + 2), 0};
 	c.per_task = chans_per_task(c.N * c.inner);
 	rt_pool_run(call->pool, k_cdiv(c.C, c.per_task), train_task, &c);

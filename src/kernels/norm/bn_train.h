@@ -6,8 +6,9 @@
  * vectorized per ISA in bn_train.avx2.c / bn_train.avx512.c).
  *
  * The ops (ops/norm_train.c):
- *   batch_norm_train(x, weight?, bias?, running_mean, running_var; momentum, eps)
- *       -> y, mean [C], invstd [C], running [2, C]: the new running mean
+ *   batch_norm_train(x, weight?, bias?, running_mean, running_var; momentum, eps,
+ *       act) -> y, mean [C], invstd [C], running [2, C]: y is relu'd when
+ *       act is 1 (the model's relu fused in); the new running mean
  *       (row 0) and variance (row 1); biased variance for invstd, unbiased
  *       for the running variance, new = (1 - momentum) * old + momentum *
  *       batch, as aten does. (Two rows of one output: an op has at most

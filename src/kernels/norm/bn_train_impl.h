@@ -70,11 +70,24 @@ static void stats_run(const float *x, int64_t n, float k, double *s1, double *s2
 	*s2 += a2;
 }
 
-/* y = x * a + b (aten's form: a = invstd * weight, b = bias - mean * a) */
-static void apply_run(const float *x, float *y, int64_t n, float a, float b)
+/* y = x * a + b (aten's form: a = invstd * weight, b = bias - mean * a),
+ * then with relu set max(y, 0) (NaN stays NaN, as torch.relu) */
+static void apply_run(const float *x, float *y, int64_t n, float a, float b, int relu)
 {
-	kbn_v va = kbn_splat(a), vb = kbn_splat(b);
+	kbn_v va = kbn_splat(a), vb = kbn_splat(b), zero = kbn_splat(0);
 	int64_t i = 0;
+	if (relu) {
+		for (; i + KBN_LANES <= n; i += KBN_LANES) {
+			kbn_v v = *(const kbn_vu *)(x + i) * va + vb;
+			kbn_vi neg = v < zero;
+			*(kbn_vu *)(y + i) = (kbn_v)((kbn_vi)v & ~neg);
+		}
+		for (; i < n; i++) {
+			float v = x[i] * a + b;
+			y[i] = v < 0 ? 0.0f : v;
+		}
+		return;
+	}
 	for (; i + KBN_LANES <= n; i += KBN_LANES)
 		*(kbn_vu *)(y + i) = *(const kbn_vu *)(x + i) * va + vb;
 	for (; i < n; i++)

@@ -7,7 +7,7 @@
 
 typedef struct kbn_impl {
 	void (*stats)(const float *x, int64_t n, float k, double *s1, double *s2);
-	void (*apply)(const float *x, float *y, int64_t n, float a, float b);
+	void (*apply)(const float *x, float *y, int64_t n, float a, float b, int relu);
 	void (*bwd_sums)(const float *dy, const float *x, int64_t n, float m, double *sdy, double *dot);
 	void (*bwd_dx)(const float *dy, const float *x, float *dx, int64_t n, float m, float gm, float k, float s);
 	void (*bwd_sums_masked)(const float *g, const float *r, float t, const float *x, int64_t n, float m,

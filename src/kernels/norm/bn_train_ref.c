@@ -50,6 +50,7 @@ air_status kref_batch_norm_train(const k_call *call)
 		return bad_dtype("batch_norm_train", x->dtype);
 	int64_t N = x->dims[0], C = x->dims[1], inner = k_numel(x->rank - 2, x->dims + 2);
 	double momentum = call->attrs[0].f, eps = call->attrs[1].f, M = (double)(N * inner);
+	bool relu = call->attrs[4].i == 1;
 	for (int64_t c = 0; c < C; c++) {
 		double sum = 0, sq = 0;
 		for (int64_t n = 0; n < N; n++)
@@ -66,7 +67,8 @@ air_status kref_batch_norm_train(const k_call *call)
 		for (int64_t n = 0; n < N; n++)
 			for (int64_t i = 0; i < inner; i++) {
 				int64_t k = at(C, inner, n, c, i);
-				put(&call->out[0], k, (get(x, k) - mean) * invstd * wc + bc);
+				double v = (get(x, k) - mean) * invstd * wc + bc;
+				put(&call->out[0], k, relu && v < 0 ? 0.0 : v);
 			}
 		put(&call->out[1], c, M > 0 ? mean : 0.0);
 		put(&call->out[2], c, M > 0 ? invstd : 0.0);
