@@ -176,3 +176,19 @@ def test_relu_backward_alone():
     _, _, _, _, reports = _train(model, torch.randn(33, 6))
     assert _bn_fallbacks(reports) == []
     assert "threshold_backward" in [s[0] for s in kernel_steps(reports, "backward")]
+
+
+def test_train_mode_forward_without_grad():
+    """train() under no_grad: an inference graph that still updates the running
+    statistics; its copies are written back as in training."""
+    torch.manual_seed(7)
+    model = Net().train()
+    eager = copy.deepcopy(model)
+    compiled, reports = compile_recording(model)
+    x = torch.randn(2, 3, 10, 9)
+    with torch.no_grad():
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x), eager(x), rtol=1e-4, atol=1e-5)
+    for (name, b), c in zip(model.named_buffers(), eager.buffers()):
+        torch.testing.assert_close(b, c, rtol=1e-5, atol=1e-6, msg=name)
+    assert _bn_fallbacks(reports) == []
