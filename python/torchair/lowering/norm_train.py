@@ -14,12 +14,15 @@ import torch
 from torch.fx import Node
 
 from torchair.errors import Unsupported
-from torchair.lowering.core import LAZY, Lowerer, Value, aten, is_float, lowers, meta, out_val
+from torchair.lowering.core import LAZY, LOW_PRECISION, Lowerer, Value, aten, is_float, lowers, meta, out_val
 
 
 def _same_float_dtype(op: str, *nodes: Any) -> torch.dtype:
-    """The one f32/f64 dtype of every tensor among nodes (None skipped)."""
-    dtypes = {meta(n).dtype for n in nodes if isinstance(n, Node)}
+    """The one f32/f64 dtype every tensor among nodes (None skipped) is
+    computed in: bf16 and f16 ones are f32 values in libair (lowering/core.py:
+    LOW_PRECISION), so autocast's bf16 activations with f32 parameters and
+    statistics are f32 throughout, as eager computes them."""
+    dtypes = {torch.float32 if meta(n).dtype in LOW_PRECISION else meta(n).dtype for n in nodes if isinstance(n, Node)}
     if len(dtypes) != 1 or not is_float(next(iter(dtypes))):
         raise Unsupported(f"{op} takes f32 or f64 tensors of one dtype, got {sorted(map(str, dtypes))}")
     return next(iter(dtypes))
