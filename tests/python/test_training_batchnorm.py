@@ -55,7 +55,7 @@ def _close(ours: torch.Tensor, eager: torch.Tensor, exact: torch.Tensor, what: s
     assert _rmse(ours, exact) <= 2 * _rmse(eager, exact) + 1e-4, (what, _rmse(ours, exact), _rmse(eager, exact))
 
 
-def _train(model: nn.Module, x: torch.Tensor, steps: int = 3, channels_last: bool = False):
+def _train(model: nn.Module, x: torch.Tensor, steps: int = 3, channels_last: bool = False, options=None):
     """Trains model compiled, a copy in eager, and an fp64 copy in eager, step by
     step, checking each step; returns (compiled model, model, eager, reports)."""
     eager, exact = copy.deepcopy(model), copy.deepcopy(model).double()
@@ -67,7 +67,7 @@ def _train(model: nn.Module, x: torch.Tensor, steps: int = 3, channels_last: boo
     for m in models:
         m.train()
     opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in models]
-    compiled, reports = compile_recording(model)
+    compiled, reports = compile_recording(model, options)
     runs = (compiled, eager, exact)
     for step in range(steps):
         outs = []
@@ -231,3 +231,14 @@ def test_autocast_bf16():
         else:
             assert torch.equal(b, c), name
     assert _bn_fallbacks(reports) == []
+
+
+@pytest.mark.parametrize("options", [{"dynamic_graph_mode": True}, {"max_static_subgraph_ops": 2}])
+def test_split_graphs(options):
+    """Op by op, or in pieces of two: a relu or relu backward in another piece
+    than its batch norm is not fused, and the results stay eager's. (A
+    multi-output op cut off from its getitems falls back in these modes, as
+    every such op does: _split cuts by count.)"""
+    torch.manual_seed(10)
+    _, _, _, _, reports = _train(Net(), torch.randn(2, 3, 9, 9), steps=2, options=options)
+    assert any(r.write_backs for r in reports)
