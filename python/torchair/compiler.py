@@ -36,6 +36,8 @@ from torchair.partition import (
     is_size_node,
 )
 from torchair.subgraph import AirSubgraph, CompileReport, SubgraphReport
+from torchair.write_back import gather as gather_write_backs
+from torchair.write_back import is_write_back
 
 # Ops that move no data; a subgraph made only of these is not worth a C call.
 _VIEW_OPS = {
@@ -202,6 +204,8 @@ def lower_subgraph(
             continue
         if is_size_node(n):  # its users take sizes from meta
             continue
+        if n in L.env:  # lowered by an earlier node's lowering, which fused it (a batch norm's relu)
+            continue
         lowering = lowering_for(n.target)
         assert lowering is not None
         L.bind(n, lowering(L, n))
@@ -279,6 +283,8 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
     if graph_kind in ("forward", "backward"):
         _pads_to_cats(gm)
         _permutes_through_cats(gm)
+    # the running statistics' copy_ into their buffers: one call at the end
+    report.write_backs = gather_write_backs(gm)
     eager_views = _eager_views(gm, list(frozen_args)) if graph_kind in ("forward", "backward") else set()
     report.total_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function" and not is_size_node(n))
     _one_user_per_size_node(gm)
@@ -298,7 +304,7 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         partitions = _views_out_to_eager(gm, partitions)
     in_partition = {n for p in partitions for n in p.nodes}
     for n in gm.graph.nodes:
-        if n.op == "call_function" and n not in in_partition and not is_size_node(n):
+        if n.op == "call_function" and n not in in_partition and not is_size_node(n) and not is_write_back(n):
             reason = reasons.get(n) or check_node(n) or "kept in eager beside unsupported neighbours"
             report.fallbacks.append((n.name, op_name(n), reason))
     if not partitions:

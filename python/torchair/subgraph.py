@@ -48,6 +48,8 @@ class CompileReport:
     # an inference graph called without aot_autograd's runtime wrapper
     # (backend._direct_call), which had nothing to do for it
     direct_call: bool = False
+    # input copies (running statistics) written back by one call at the end (torchair.write_back)
+    write_backs: int = 0
 
     @property
     def rebuilds(self) -> int:
@@ -100,6 +102,8 @@ class CompileReport:
             if precision:
                 lines.append(f"    {precision}")
             lines += [f"    {line}" for line in _autotune_lines(s.air_report)]
+        if self.write_backs:
+            lines.append(f"  write-back: {self.write_backs} graph input(s) updated in place by one call at the end")
         for node, op, reason in self.fallbacks:
             lines.append(f"  fallback {node}: {op}: {reason}")
         return "\n".join(lines)

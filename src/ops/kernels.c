@@ -15,6 +15,7 @@
 #include "kernels/matmul/linear_lowp.h"
 #include "kernels/matmul/linear_rows.h"
 #include "kernels/matmul/matmul_fast.h"
+#include "kernels/norm/bn_train.h"
 #include "kernels/norm/rowops_fast.h"
 #include "kernels/pool/pool_nchw.h"
 #include "kernels/reduce/reduce_fast.h"
@@ -42,6 +43,9 @@ static const k_kernel *const softmax[] = {&kfast_softmax_rows, NULL};
 static const k_kernel *const log_softmax[] = {&kfast_log_softmax_rows, NULL};
 static const k_kernel *const layer_norm[] = {&kfast_layer_norm_rows, NULL};
 static const k_kernel *const rms_norm[] = {&kfast_rms_norm_rows, NULL};
+static const k_kernel *const batch_norm_train[] = {&kfast_batch_norm_train, NULL};
+static const k_kernel *const batch_norm_backward[] = {&kfast_batch_norm_backward, NULL};
+static const k_kernel *const threshold_backward[] = {&kfast_threshold_backward, NULL};
 static const k_kernel *const rope[] = {&kfast_rope, NULL};
 static const k_kernel *const elu[] = {&kfast_elu_vmath, NULL};
 static const k_kernel *const relu[] = {&kfast_relu_lanes, NULL};
@@ -77,6 +81,9 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_adaptive_avg_pool2d_nhwc: return adaptive_avg_pool2d_nhwc;
 	case OP_fused_elementwise: return fused;
 	case OP_softmax: return softmax;
+	case OP_batch_norm_train: return batch_norm_train;
+	case OP_batch_norm_backward: return batch_norm_backward;
+	case OP_threshold_backward: return threshold_backward;
 	case OP_log_softmax: return log_softmax;
 	case OP_layer_norm: return layer_norm;
 	case OP_rms_norm: return rms_norm;

@@ -22,6 +22,8 @@ OP(reshape) OP(copy) OP(permute) OP(expand) OP(slice) OP(cat)
 /* reductions and normalization: ops/reduce.c */
 OP(sum) OP(mean) OP(amax) OP(amin) OP(prod) OP(argmax) OP(cumsum) OP(softmax) OP(log_softmax)
 OP(layer_norm) OP(rms_norm)
+/* training batch norm and relu's backward: ops/norm_train.c */
+OP(batch_norm_train) OP(batch_norm_backward) OP(threshold_backward)
 
 /* matrix products, convolution, pooling, attention: ops/linalg.c, ops/conv.c */
 OP(mm) OP(bmm) OP(addmm) OP(linear) OP(sdpa)
