@@ -144,8 +144,12 @@ static const ccase CASES[] = {
 	{"depthwise x2",       2, 4, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4},
 	{"1x1 map",            3, 6, 1, 1, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1},
 	{"kernel = input",     2, 3, 4, 5, 6, 4, 5, 1, 1, 0, 0, 1, 1, 1},
-	/* images chunked: K * P = 8*9 * 60*60 > the 2M-float column cap at N = 9 */
-	{"chunked 3x3",        9, 8, 60, 60, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+	/* dw's images in chunks: N * P * O/g = 5 * 3600 * 64 floats of dy is
+	 * more than the packed-dy cap (1M), so chunks of 4 and 1 */
+	{"chunked 3x3",        5, 4, 60, 60, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+	/* one image a chunk (P * O > 512K): dw reads a pointwise conv's x in place */
+	{"pointwise in place", 2, 3, 120, 120, 40, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+	{"big map 3x3",        1, 9, 70, 66, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 	{"many small maps",   11, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 };
 
