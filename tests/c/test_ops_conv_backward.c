@@ -149,6 +149,9 @@ static const ccase CASES[] = {
 	{"chunked 3x3",        5, 4, 60, 60, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 	/* one image a chunk (P * O > 512K): dw reads a pointwise conv's x in place */
 	{"pointwise in place", 2, 3, 120, 120, 40, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+	/* dx takes ceil(512 / P) images a GEMM: chunks of 6 and 5 */
+	{"dx chunks",         11, 5, 10, 10, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+	{"dx chunks groups",   7, 6, 9, 8, 4, 3, 3, 2, 1, 1, 1, 1, 1, 2},
 	{"big map 3x3",        1, 9, 70, 66, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 	{"many small maps",   11, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 };

@@ -34,15 +34,16 @@
 enum {
 	B_CAP = 1 << 20,     /* floats of packed dy: 4 MB, a chunk of images for dw */
 	SLOT_CAP = 96 << 10, /* floats of a task's columns: 384 KB, in L2 beside its GEMM's blocks */
+	DX_WIDTH = 512,      /* dy positions a dx GEMM takes at least, from several images of a small map */
 };
 
 typedef struct plan {
 	kconv_geom g;
 	int64_t K, KK, P;  /* taps per group, per channel; dy positions per image */
-	int64_t nb;        /* dw: images per chunk */
+	int64_t nb;        /* images per chunk */
 	int64_t rows;      /* rows of K per task (dx: a multiple of KK, whole channels) */
 	bool pointwise;    /* 1x1, stride 1, no padding: x (and dx) are the columns */
-	size_t wt_bytes, b_bytes, slot_bytes, cols_floats, gemm_bytes;
+	size_t wt_bytes, b_bytes, dyc_bytes, slot_bytes, cols_floats, gemm_bytes;
 } plan;
 
 static bool make_plan(const k_call *call, bool weight, plan *p)
@@ -70,19 +71,24 @@ static bool make_plan(const k_call *call, bool weight, plan *p)
 		p->rows = k_min64(p->rows, k_cdiv(p->K, 8) > tr ? k_cdiv(k_cdiv(p->K, 8), tr) * tr : tr);
 		p->rows = k_min64(p->rows, p->K);
 		p->wt_bytes = k_align64(sizeof(float) * (size_t)(p->K * g->Og)); /* dw_g^T */
+		p->dyc_bytes = 0;
 		p->b_bytes = k_align64(kgemm_packed_b_size(depth, g->Og));
 		p->cols_floats = p->pointwise && p->nb == 1 ? 0 : (size_t)(p->rows * depth);
 		p->gemm_bytes = k_align64(kgemm_packed_workspace_bytes(p->rows, g->Og, depth, 1));
 	} else {
-		p->nb = 1;
-		int64_t ch = SLOT_CAP / (p->KK * P1);
+		/* small maps: the columns of a few images side by side, so that
+		 * each GEMM is wide enough to fill its tiles */
+		p->nb = p->pointwise ? 1 : k_min64(g->N > 0 ? g->N : 1, k_cdiv(DX_WIDTH, P1));
+		int64_t width = p->nb * P1;
+		int64_t ch = SLOT_CAP / (p->KK * width);
 		ch = ch < 1 ? 1 : k_min64(ch, g->Cg);
 		ch = k_min64(ch, k_cdiv(g->Cg, 8)); /* several tasks a thread */
 		p->rows = ch * p->KK;
-		p->wt_bytes = k_align64(sizeof(float) * (size_t)(g->O * p->K)); /* W^T per group */
-		p->b_bytes = p->pointwise ? 0 : k_align64(kgemm_packed_b_size(g->Og, P1));
-		p->cols_floats = p->pointwise ? 0 : (size_t)(p->rows * P1);
-		p->gemm_bytes = p->pointwise ? 0 : k_align64(kgemm_packed_workspace_bytes(p->rows, P1, g->Og, 1));
+		p->wt_bytes = p->pointwise ? k_align64(sizeof(float) * (size_t)(g->O * p->K)) : 0; /* W^T per group */
+		p->dyc_bytes = p->nb > 1 ? k_align64(sizeof(float) * (size_t)(g->Og * width)) : 0;
+		p->b_bytes = p->pointwise ? 0 : p->dyc_bytes + k_align64(kgemm_packed_b_size(g->Og, width));
+		p->cols_floats = p->pointwise ? 0 : (size_t)(p->rows * width);
+		p->gemm_bytes = p->pointwise ? 0 : k_align64(kgemm_packed_workspace_bytes(p->rows, width, g->Og, 1));
 	}
 	p->slot_bytes = k_align64(sizeof(float) * p->cols_floats) + p->gemm_bytes;
 	return true;
@@ -130,6 +136,7 @@ typedef struct pack_job {
 	const float *src; /* dx: dy_g [Og][P]; dw: image n0's dy_g */
 	int64_t O, Og, P, nb, cols, chunk, nchunk;
 	bool weight;
+	int64_t ld; /* dx: the source's row stride */
 } pack_job;
 
 /* One chunk of panels: dx's B is dy_g as it is, [Og rows][P columns]; dw's
@@ -142,20 +149,47 @@ static void pack_task(void *ctx, int64_t t, int thread)
 	if (j->weight)
 		kgemm_pack_b_block(j->b, img * j->P, j->P, c0, c1, j->src + (img * j->O + c0) * j->P, 1, j->P, NULL);
 	else
-		kgemm_pack_b_block(j->b, 0, j->Og, c0, c1, j->src + c0, j->P, 1, NULL);
+		kgemm_pack_b_block(j->b, 0, j->Og, c0, c1, j->src + c0, j->ld, 1, NULL);
 }
 
-static kgemm_packed_b *pack_dy(const k_call *call, void *mem, const float *src, const plan *p, int64_t nb,
+/* dy's rows of one image gathered side by side: row o of the chunk */
+typedef struct gather_job {
+	const float *dy; /* image n0, the group's first channel */
+	float *out;      /* [Og][nb * P] */
+	int64_t O, P, nb;
+} gather_job;
+
+static void gather_task(void *ctx, int64_t o, int thread)
+{
+	(void)thread;
+	const gather_job *d = ctx;
+	for (int64_t j = 0; j < d->nb; j++)
+		memcpy(d->out + (o * d->nb + j) * d->P, d->dy + (j * d->O + o) * d->P, sizeof(float) * (size_t)d->P);
+}
+
+/* dy_g of nb images (from image n0's, at src) packed as the B of this
+ * plan's products, in mem: dx's [Og][nb * P] (gathered first when nb > 1),
+ * dw's [nb * P][Og]. */
+static kgemm_packed_b *pack_dy(const k_call *call, char *mem, const float *src, const plan *p, int64_t nb,
 			       bool weight)
 {
 	const kconv_geom *g = &p->g;
-	int64_t rows = weight ? nb * p->P : g->Og, cols = weight ? g->Og : p->P, nr = kgemm_tile_cols();
+	int64_t ld = p->P;
+	if (!weight && nb > 1) {
+		gather_job d = {src, (float *)mem, g->O, p->P, nb};
+		rt_pool_run(call->pool, g->Og, gather_task, &d);
+		src = (const float *)mem;
+		ld = nb * p->P;
+	}
+	if (!weight)
+		mem += p->dyc_bytes;
+	int64_t rows = weight ? nb * p->P : g->Og, cols = weight ? g->Og : nb * p->P, nr = kgemm_tile_cols();
 	kgemm_packed_b *b = kgemm_packed_b_init(mem, rows, cols);
 	/* about 64 KiB of dy per task, whole panels */
 	int64_t per = weight ? p->P : g->Og;
 	int64_t chunk = k_cdiv(16384 / (per > 0 ? per : 1), nr) * nr;
 	chunk = chunk < nr ? nr : chunk;
-	pack_job j = {b, src, g->O, g->Og, p->P, nb, cols, chunk, k_cdiv(cols, chunk), weight};
+	pack_job j = {b, src, g->O, g->Og, p->P, nb, cols, chunk, k_cdiv(cols, chunk), weight, ld};
 	rt_pool_run(call->pool, (weight ? nb : 1) * j.nchunk, pack_task, &j);
 	return b;
 }
@@ -164,22 +198,23 @@ static kgemm_packed_b *pack_dy(const k_call *call, void *mem, const float *src, 
 
 typedef struct input_job {
 	const plan *p;
-	const float *wt;        /* W_g^T [K][Og] */
+	const float *w;         /* W_g [Og][K] */
 	const kgemm_packed_b *b; /* dy of this image and group */
-	float *dx;              /* this image's group of channels */
+	float *dx;              /* image n0's group of channels */
+	int64_t nb;             /* images in this chunk */
 	char *ws;
 } input_job;
 
 /* dx plane ci of the group, from its KK rows of cols: zero, then each tap's
  * row added where that tap read the input. */
-static void col2im_plane(const kconv_geom *g, const float *rows, int64_t P, float *dx)
+static void col2im_plane(const kconv_geom *g, const float *rows, int64_t ld, float *dx)
 {
 	memset(dx, 0, sizeof(float) * (size_t)(g->H * g->W));
 	for (int64_t ki = 0; ki < g->KH; ki++) {
 		int64_t oh0, oh1, offh = ki * g->dh - g->ph;
 		kconv_valid_range(g->OH, g->H, g->sh, offh, &oh0, &oh1);
 		for (int64_t kj = 0; kj < g->KW; kj++) {
-			const float *r = rows + (ki * g->KW + kj) * P;
+			const float *r = rows + (ki * g->KW + kj) * ld;
 			int64_t ow0, ow1, off = kj * g->dw - g->pw;
 			kconv_valid_range(g->OW, g->W, g->sw, off, &ow0, &ow1);
 			for (int64_t oh = oh0; oh < oh1; oh++) {
@@ -203,12 +238,15 @@ static void input_task(void *ctx, int64_t t, int thread)
 	const input_job *j = ctx;
 	const plan *p = j->p;
 	const kconv_geom *g = &p->g;
-	int64_t r0 = t * p->rows, m = k_min64(p->rows, p->K - r0);
+	int64_t r0 = t * p->rows, m = k_min64(p->rows, p->K - r0), width = j->nb * p->P;
 	float *cols = (float *)(j->ws + (size_t)thread * p->slot_bytes);
 	void *gemm_ws = (char *)cols + k_align64(sizeof(float) * p->cols_floats);
-	kgemm_f32_packed(m, p->P, g->Og, j->wt + r0 * g->Og, g->Og, 1, j->b, cols, p->P, NULL, NULL, gemm_ws);
+	/* A(k, o) = W_g[o][k], packed by the GEMM block by block */
+	kgemm_f32_packed(m, width, g->Og, j->w + r0, 1, p->K, j->b, cols, width, NULL, NULL, gemm_ws);
 	for (int64_t c = 0; c < m / p->KK; c++)
-		col2im_plane(g, cols + c * p->KK * p->P, p->P, j->dx + (r0 / p->KK + c) * g->H * g->W);
+		for (int64_t img = 0; img < j->nb; img++)
+			col2im_plane(g, cols + c * p->KK * width + img * p->P, width,
+				     j->dx + (img * g->C + r0 / p->KK + c) * g->H * g->W);
 }
 
 static air_status input_run(const k_call *call)
@@ -227,20 +265,21 @@ static air_status input_run(const k_call *call)
 		memset(dx, 0, sizeof(float) * (size_t)call->out[0].numel);
 		return AIR_OK;
 	}
-	/* W_g [O/g, K] -> wt_g [K, O/g], the row-major A every image shares */
-	for (int64_t gi = 0; gi < g->G; gi++)
-		ktranspose(w + gi * g->Og * p.K, p.K, wt + gi * p.K * g->Og, g->Og, g->Og, p.K);
+	if (p.pointwise) /* W_g [O/g, K] -> wt_g [K, O/g], the row-major A the batched GEMM takes */
+		for (int64_t gi = 0; gi < g->G; gi++)
+			ktranspose(w + gi * g->Og * p.K, p.K, wt + gi * p.K * g->Og, g->Og, g->Og, p.K);
 	for (int64_t gi = 0; gi < g->G; gi++) {
-		const float *a = wt + gi * p.K * g->Og;
+		const float *a = p.pointwise ? wt + gi * p.K * g->Og : w + gi * g->Og * p.K;
 		if (p.pointwise) { /* dx_g [Cg, P] = W_g^T @ dy_g: every image in one batched GEMM */
 			kgemm_f32_batched(g->N, p.K, p.P, g->Og, a, 0, g->Og, 1, dy + gi * g->Og * p.P, g->O * p.P, p.P,
 					  1, dx + gi * g->Cg * p.P, g->C * p.P, p.P, NULL, call->pool, rest);
 			continue;
 		}
-		for (int64_t n = 0; n < g->N; n++) {
-			const float *dyg = dy + (n * g->O + gi * g->Og) * p.P;
-			input_job j = {&p, a, pack_dy(call, rest, dyg, &p, 1, false),
-				       dx + (n * g->C + gi * g->Cg) * g->H * g->W, rest + p.b_bytes};
+		for (int64_t n0 = 0; n0 < g->N; n0 += p.nb) {
+			int64_t nb = k_min64(p.nb, g->N - n0);
+			const float *dyg = dy + (n0 * g->O + gi * g->Og) * p.P;
+			input_job j = {&p, a, pack_dy(call, rest, dyg, &p, nb, false),
+				       dx + (n0 * g->C + gi * g->Cg) * g->H * g->W, nb, rest + p.b_bytes};
 			rt_pool_run(call->pool, k_cdiv(p.K, p.rows), input_task, &j);
 		}
 	}
