@@ -152,6 +152,9 @@ static const ccase CASES[] = {
 	/* dx takes ceil(512 / P) images a GEMM: chunks of 6 and 5 */
 	{"dx chunks",         11, 5, 10, 10, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 	{"dx chunks groups",   7, 6, 9, 8, 4, 3, 3, 2, 1, 1, 1, 1, 1, 2},
+	/* dw's last task has K % rows = 8 rows, whose one-thread GEMM takes all
+	 * of its depth (1568) in one A block: more workspace than a full task's */
+	{"short last task",    2, 128, 28, 28, 512, 1, 1, 1, 1, 0, 0, 1, 1, 1},
 	{"big map 3x3",        1, 9, 70, 66, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 	{"many small maps",   11, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 };

@@ -46,6 +46,16 @@ typedef struct plan {
 	size_t wt_bytes, b_bytes, dyc_bytes, slot_bytes, cols_floats, gemm_bytes;
 } plan;
 
+/* A task's one-thread GEMM workspace, for its m = rows rows or the last
+ * task's K % rows: the GEMM's A block depends on m (m <= its tile rows
+ * takes all of the depth at once), so a shorter product may need more. */
+static size_t task_gemm_bytes(int64_t rows, int64_t K, int64_t N, int64_t depth)
+{
+	size_t a = kgemm_packed_workspace_bytes(rows, N, depth, 1);
+	size_t b = K % rows ? kgemm_packed_workspace_bytes(K % rows, N, depth, 1) : 0;
+	return k_align64(a > b ? a : b);
+}
+
 static bool make_plan(const k_call *call, bool weight, plan *p)
 {
 	kconv_geom *g = &p->g;
@@ -74,7 +84,7 @@ static bool make_plan(const k_call *call, bool weight, plan *p)
 		p->dyc_bytes = 0;
 		p->b_bytes = k_align64(kgemm_packed_b_size(depth, g->Og));
 		p->cols_floats = p->pointwise && p->nb == 1 ? 0 : (size_t)(p->rows * depth);
-		p->gemm_bytes = k_align64(kgemm_packed_workspace_bytes(p->rows, g->Og, depth, 1));
+		p->gemm_bytes = task_gemm_bytes(p->rows, p->K, g->Og, depth);
 	} else {
 		/* small maps: the columns of a few images side by side, so that
 		 * each GEMM is wide enough to fill its tiles */
@@ -88,7 +98,7 @@ static bool make_plan(const k_call *call, bool weight, plan *p)
 		p->dyc_bytes = p->nb > 1 ? k_align64(sizeof(float) * (size_t)(g->Og * width)) : 0;
 		p->b_bytes = p->pointwise ? 0 : p->dyc_bytes + k_align64(kgemm_packed_b_size(g->Og, width));
 		p->cols_floats = p->pointwise ? 0 : (size_t)(p->rows * width);
-		p->gemm_bytes = p->pointwise ? 0 : k_align64(kgemm_packed_workspace_bytes(p->rows, width, g->Og, 1));
+		p->gemm_bytes = p->pointwise ? 0 : task_gemm_bytes(p->rows, p->K, width, g->Og);
 	}
 	p->slot_bytes = k_align64(sizeof(float) * p->cols_floats) + p->gemm_bytes;
 	return true;
