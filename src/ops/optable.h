@@ -23,10 +23,12 @@ OP(reshape) OP(copy) OP(permute) OP(expand) OP(slice) OP(cat)
 OP(sum) OP(mean) OP(amax) OP(amin) OP(prod) OP(argmax) OP(cumsum) OP(softmax) OP(log_softmax)
 OP(layer_norm) OP(rms_norm)
 
-/* matrix products, convolution, pooling, attention: ops/linalg.c, ops/conv.c, ops/conv_backward.c */
+/* matrix products, convolution, pooling, attention: ops/linalg.c, ops/conv.c,
+ * ops/conv_backward.c, ops/pool_backward.c */
 OP(mm) OP(bmm) OP(addmm) OP(linear) OP(sdpa)
 OP(conv2d) OP(batch_norm) OP(max_pool2d) OP(avg_pool2d) OP(adaptive_avg_pool2d) OP(col2im)
 OP(conv2d_backward_input) OP(conv2d_backward_weight) /* ops/conv_backward.c */
+OP(max_pool2d_indices) OP(max_pool2d_backward) /* ops/pool_backward.c */
 
 /* indexing and creation: ops/index.c */
 OP(arange) OP(full) OP(embedding) OP(gather) OP(index) OP(index_select)

@@ -154,3 +154,45 @@ def test_transposed_conv_backward_falls_back():
     ref(x2).square().sum().backward()
     torch.testing.assert_close(x.grad, x2.grad, rtol=1e-4, atol=1e-4)
     assert "aten.convolution_backward.default" in _fallback_ops(reports)
+
+
+@pytest.mark.parametrize("pool, shape", [
+    (nn.MaxPool2d(3, stride=2, padding=1), (2, 5, 17, 16)),  # ResNet's, overlapping windows
+    (nn.MaxPool2d((2, 3), stride=(2, 1), padding=(1, 1), dilation=(2, 1), ceil_mode=True), (2, 3, 11, 9)),
+    (nn.MaxPool2d(2), (4, 9, 8)),  # unbatched [C, H, W]
+])
+def test_max_pool_backward_compiled(pool, shape):
+    """max_pool2d_with_indices with its indices and its backward in libair: the
+    gradient scattered to the argmax positions, exactly eager's (ties included:
+    the input repeats values so that windows tie)."""
+    torch.manual_seed(6)
+    x = torch.randint(-4, 5, shape).float()  # many ties
+    conv = nn.Conv2d(shape[-3], shape[-3], 1) if len(shape) == 4 else nn.Identity()
+
+    def f(t):
+        return pool(conv(t)).sin()
+
+    compiled, reports = compile_recording(f)
+    a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    ya = compiled(a)
+    yb = f(b)
+    torch.testing.assert_close(ya, yb)
+    ya.square().sum().backward()
+    yb.square().sum().backward()
+    torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-5)
+    fell = _fallback_ops(reports)
+    assert "aten.max_pool2d_with_indices.default" not in fell, fell
+    assert "aten.max_pool2d_with_indices_backward.default" not in fell, fell
+    ops = {op for op, _, _ in kernel_steps(reports, "forward")} | {op for op, _, _ in kernel_steps(reports, "backward")}
+    assert {"max_pool2d_indices", "max_pool2d_backward"} <= ops, ops
+
+
+def test_max_pool_inference_keeps_plain_kernel():
+    """Without autograd the indices are unused: the plain max_pool2d runs."""
+    pool = nn.MaxPool2d(3, stride=2, padding=1)
+    compiled, reports = compile_recording(pool)
+    x = torch.randn(2, 4, 13, 12)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), pool(x))
+    ops = {op for op, _, _ in kernel_steps(reports, "inference")}
+    assert "max_pool2d" in ops and "max_pool2d_indices" not in ops, ops

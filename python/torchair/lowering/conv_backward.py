@@ -1,8 +1,11 @@
-"""Lowering of the convolution's backward (aten.convolution_backward) to
-libair's conv2d_backward_input and conv2d_backward_weight, and the bias's
-gradient as a sum of grad_out. Only the gradients output_mask asks for are
-computed; the others are None, as in eager. Transposed convolutions and
-3-d ones fall back."""
+"""Lowerings of a training step's convolution and max-pooling backward.
+aten.convolution_backward goes to libair's conv2d_backward_input and
+conv2d_backward_weight, and the bias's gradient is a sum of grad_out; only
+the gradients output_mask asks for are computed, the others are None, as in
+eager. Transposed convolutions and 3-d ones fall back. A max pool whose
+indices are used (by its backward) is max_pool2d_indices, and its backward
+max_pool2d_backward scatters grad_out to them; a max pool whose indices
+nobody reads stays conv.py's plain max_pool2d."""
 
 from __future__ import annotations
 
@@ -10,7 +13,10 @@ import torch
 from torch.fx import Node
 
 from torchair.errors import Unsupported
-from torchair.lowering.core import Lowerer, Value, aten, lowers, meta
+import operator
+
+from torchair.lowering.conv import _max_pool, _pair
+from torchair.lowering.core import Lowerer, Value, arg, aten, lowers, meta
 
 
 @lowers(aten.convolution_backward.default)
@@ -65,3 +71,37 @@ def _convolution_backward(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
     if mask[2]:
         db = L.node("sum", [dyv], {"axes": [0, 2, 3], "keepdim": 0})
     return (dx, dw, db)
+
+
+def _indices_used(n: Node) -> bool:
+    return any(u.target is not operator.getitem or u.args[1] != 0 for u in n.users)
+
+
+# replaces conv.py's entry (registered before this module is imported), which
+# gave no indices
+@lowers(aten.max_pool2d_with_indices.default, outputs=(0, 1))
+def _max_pool_with_indices(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
+    if not _indices_used(n):
+        return _max_pool(L, n)
+    kernel = _pair(n.args[1], 1)
+    stride = _pair(arg(n, 2, "stride", None), 0)
+    attrs = {
+        "kernel": kernel,
+        "stride": kernel if stride == [0, 0] else stride,
+        "padding": _pair(arg(n, 3, "padding", 0), 0),
+        "dilation": _pair(arg(n, 4, "dilation", 1), 1),
+        "ceil_mode": int(bool(arg(n, 5, "ceil_mode", False))),
+    }
+    y, idx = L.node("max_pool2d_indices", [L.value(n.args[0])], attrs)
+    return (y, idx)
+
+
+@lowers(aten.max_pool2d_with_indices_backward.default)
+def _max_pool_backward(L: Lowerer, n: Node) -> Value:
+    dy, x = n.args[:2]
+    indices = arg(n, 7, "indices", None)
+    xm = meta(x)
+    if xm.dtype not in (torch.float32, torch.float64) or meta(dy).dtype != xm.dtype:
+        raise Unsupported(f"max_pool2d backward in {xm.dtype} (f32 and f64 only)")
+    return L.node("max_pool2d_backward", [L.value(dy), L.value(indices)],
+                  {"input_size": L.dims(list(xm.shape[-2:]))})
