@@ -196,3 +196,18 @@ def test_max_pool_inference_keeps_plain_kernel():
         torch.testing.assert_close(compiled(x), pool(x))
     ops = {op for op, _, _ in kernel_steps(reports, "inference")}
     assert "max_pool2d" in ops and "max_pool2d_indices" not in ops, ops
+
+
+def test_float64_conv_backward():
+    """f64 runs the reference kernels (the GEMM ones are f32): eager's f64 gradients to 1e-12."""
+    torch.manual_seed(7)
+    conv = nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2).double()
+    ref = copy.deepcopy(conv)
+    compiled, reports = compile_recording(conv)
+    x = torch.randn(2, 4, 9, 8, dtype=torch.float64, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_(True)
+    compiled(x).sin().sum().backward()
+    ref(x2).sin().sum().backward()
+    for got, want in ((x.grad, x2.grad), (conv.weight.grad, ref.weight.grad), (conv.bias.grad, ref.bias.grad)):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    assert "aten.convolution_backward.default" not in _fallback_ops(reports)
