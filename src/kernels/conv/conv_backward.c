@@ -56,6 +56,17 @@ static size_t task_gemm_bytes(int64_t rows, int64_t K, int64_t N, int64_t depth)
 	return k_align64(a > b ? a : b);
 }
 
+/* Images per chunk: at most `most` (at least 1), the N images split into
+ * chunks as even as that allows (4 images of at most 3 a chunk: 2 and 2,
+ * not 3 and a thin 1). */
+static int64_t even_chunk(int64_t N, int64_t most)
+{
+	if (N <= 0)
+		return 1;
+	most = most < 1 ? 1 : k_min64(most, N);
+	return k_cdiv(N, k_cdiv(N, most));
+}
+
 static bool make_plan(const k_call *call, bool weight, plan *p)
 {
 	kconv_geom *g = &p->g;
@@ -71,7 +82,7 @@ static bool make_plan(const k_call *call, bool weight, plan *p)
 	p->pointwise = p->KK == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
 	int64_t P1 = p->P > 0 ? p->P : 1, tr = kgemm_tile_rows();
 	if (weight) {
-		p->nb = k_min64(g->N > 0 ? g->N : 1, B_CAP / (P1 * g->Og) > 1 ? B_CAP / (P1 * g->Og) : 1);
+		p->nb = even_chunk(g->N, B_CAP / (P1 * g->Og));
 		int64_t depth = p->nb * P1;
 		p->rows = SLOT_CAP / depth;
 		if (p->rows >= tr)
@@ -88,7 +99,7 @@ static bool make_plan(const k_call *call, bool weight, plan *p)
 	} else {
 		/* small maps: the columns of a few images side by side, so that
 		 * each GEMM is wide enough to fill its tiles */
-		p->nb = p->pointwise ? 1 : k_min64(g->N > 0 ? g->N : 1, k_cdiv(DX_WIDTH, P1));
+		p->nb = p->pointwise ? 1 : even_chunk(g->N, k_cdiv(DX_WIDTH, P1));
 		int64_t width = p->nb * P1;
 		int64_t ch = SLOT_CAP / (p->KK * width);
 		ch = ch < 1 ? 1 : k_min64(ch, g->Cg);
