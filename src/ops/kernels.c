@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "kernels/attention/attention_fast.h"
+#include "kernels/conv/conv_backward.h"
 #include "kernels/conv/conv_narrow.h"
 #include "kernels/conv/conv_nhwc.h"
 #include "kernels/conv/conv_patches.h"
@@ -33,6 +34,8 @@ static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_lowp_1x1, &kfas
 						&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
 						&kfast_conv2d_nhwc_winograd, &kfast_conv2d_nhwc_implicit,
 						&kfast_conv2d_nhwc_im2col, NULL};
+static const k_kernel *const conv2d_backward_input[] = {&kfast_conv2d_backward_input_gemm, NULL};
+static const k_kernel *const conv2d_backward_weight[] = {&kfast_conv2d_backward_weight_gemm, NULL};
 static const k_kernel *const permute[] = {&kfast_permute_swap, NULL};
 static const k_kernel *const max_pool2d_nhwc[] = {&kfast_max_pool2d_nhwc, NULL};
 static const k_kernel *const max_pool2d[] = {&kfast_max_pool2d_rows, NULL};
@@ -74,6 +77,8 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_sdpa: return sdpa;
 	case OP_conv2d: return conv2d;
 	case OP_conv2d_nhwc: return conv2d_nhwc;
+	case OP_conv2d_backward_input: return conv2d_backward_input;
+	case OP_conv2d_backward_weight: return conv2d_backward_weight;
 	case OP_permute: return permute;
 	case OP_max_pool2d_nhwc: return max_pool2d_nhwc;
 	case OP_max_pool2d: return max_pool2d;

@@ -22,6 +22,7 @@ from torchair.lowering import shape  # noqa: F401
 from torchair.lowering import reduce  # noqa: F401
 from torchair.lowering import matmul  # noqa: F401
 from torchair.lowering import conv  # noqa: F401
+from torchair.lowering import conv_backward  # noqa: F401
 from torchair.lowering import attention  # noqa: F401
 from torchair.lowering import index  # noqa: F401
 from torchair.lowering import norm_train  # noqa: F401
