@@ -25,6 +25,7 @@ OP(layer_norm) OP(rms_norm)
 
 /* matrix products, convolution, pooling, attention: ops/linalg.c, ops/conv.c */
 OP(mm) OP(bmm) OP(addmm) OP(linear) OP(sdpa)
+OP(sdpa_lse) OP(sdpa_backward) /* training attention: linalg.c, attention_backward.c */
 OP(conv2d) OP(batch_norm) OP(max_pool2d) OP(avg_pool2d) OP(adaptive_avg_pool2d) OP(col2im)
 
 /* indexing and creation: ops/index.c */
