@@ -2,8 +2,8 @@
  * scaled-dot-product attention from the forward's output and log-sum-exp
  * (sdpa_lse, ops/linalg.c): torch's
  * _scaled_dot_product_flash_attention_for_cpu_backward. The shape function
- * rejects what the kernels do not do (dropout, grouped-query or broadcast
- * k/v) so such a node falls back to eager. */
+ * rejects what the kernels do not do (dropout, k/v broadcast over a batch
+ * dim) so such a node falls back to eager. */
 #include "core/error.h"
 #include "kernels/attention/attention_bwd_ref.h"
 #include "ops/op.h"
@@ -27,7 +27,8 @@ static air_status same_dims(op_infer_ctx *c, int i, const ir_value *want, int ra
 /* sdpa_backward(grad_out [..., L, Ev], q [..., L, E], k [..., S, E],
  * v [..., S, Ev], out [..., L, Ev], lse [..., L], mask?) -> (grad_q,
  * grad_k, grad_v) of q's, k's and v's shapes. k and v have q's leading
- * dims exactly; the mask is bool or q's dtype and broadcasts to
+ * dims, but for the heads (dim -3), of which they may have fewer that
+ * divide q's (grouped-query attention; k's and v's alike); the mask is bool or q's dtype and broadcasts to
  * [..., L, S] as sdpa's does. */
 static air_status infer_sdpa_backward(op_infer_ctx *c)
 {
@@ -43,9 +44,13 @@ static air_status infer_sdpa_backward(op_infer_ctx *c)
 	int r = q->rank;
 	if (r < 2 || k->rank != r || v->rank != r)
 		return op_fail(c, AIR_SHAPE_MISMATCH, "q, k and v must have one rank of 2 or more");
-	for (int d = 0; d < r - 2; d++)
-		if (conflict(k->dims[d], q->dims[d]) || conflict(v->dims[d], q->dims[d]))
-			return op_fail(c, AIR_SHAPE_MISMATCH, "k and v must have q's leading dims (dim %d)", d);
+	for (int d = 0; d < r - 2; d++) {
+		air_dim kd = k->dims[d], qd = q->dims[d];
+		bool gqa = d == r - 3 && kd > 0 && qd >= 0 && qd % kd == 0;
+		if (conflict(v->dims[d], kd) || (conflict(kd, qd) && !gqa))
+			return op_fail(c, AIR_SHAPE_MISMATCH,
+				       "k and v must have q's leading dims, or heads that divide q's (dim %d)", d);
+	}
 	if (conflict(q->dims[r - 1], k->dims[r - 1]) || conflict(k->dims[r - 2], v->dims[r - 2]))
 		return op_fail(c, AIR_SHAPE_MISMATCH, "q, k and v do not fit");
 	ir_value o = *q;

@@ -4,8 +4,9 @@
  * blocked sdpa_backward kernel (on the ISA AIR_ISA leaves) against the
  * reference: odd L and S, head dims 32, 64 and 80 (and Ev != E), causal
  * and not, float masks broadcast several ways, bool masks, explicit scales,
- * rank 3 and 4, on 1 and 2 threads (2 threads with one head cut the keys
- * into chunks whose dq partials are summed). */
+ * grouped-query k/v heads (the oracle too), rank 3 and 4, on 1 and 2
+ * threads (2 threads with one head cut the keys into chunks whose dq
+ * partials are summed). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,6 +65,7 @@ typedef struct bcase {
 	int64_t mdims[4];
 	int causal;
 	double scale;
+	int64_t Hkv; /* k/v heads (rank 4; 0: H): grouped-query attention */
 } bcase;
 
 /* a case's tensors, in f32 or f64 */
@@ -98,6 +100,8 @@ static void data_make(const bcase *tc, air_dtype dt, bdata *d)
 	int nl = r - 2;
 	for (int i = 0; i < nl; i++)
 		d->qd[i] = d->kd[i] = d->vd[i] = d->od[i] = r == 4 ? lead[i] : tc->B * tc->H;
+	if (r == 4 && tc->Hkv)
+		d->kd[1] = d->vd[1] = tc->Hkv;
 	d->qd[nl] = d->od[nl] = tc->L;
 	d->kd[nl] = d->vd[nl] = tc->S;
 	d->qd[nl + 1] = d->kd[nl + 1] = tc->E;
@@ -229,8 +233,8 @@ static int ncases;
 
 static void print_case(const bcase *tc, const char *what, double err)
 {
-	fprintf(stderr, "  rank %d B %lld H %lld L %lld S %lld E %lld Ev %lld mask %d/%d causal %d scale %g: %s %g\n",
-		tc->rank, (long long)tc->B, (long long)tc->H, (long long)tc->L, (long long)tc->S, (long long)tc->E,
+	fprintf(stderr, "  rank %d B %lld H %lld/%lld L %lld S %lld E %lld Ev %lld mask %d/%d causal %d scale %g: %s %g\n",
+		tc->rank, (long long)tc->B, (long long)tc->H, (long long)tc->Hkv, (long long)tc->L, (long long)tc->S, (long long)tc->E,
 		(long long)tc->Ev, tc->mask, tc->mrank, tc->causal, tc->scale, what, err);
 }
 
@@ -372,8 +376,13 @@ int main(void)
 	CHECK_OK(rt_pool_create(2, &p2));
 	printf("attention ops: %s (cpu %s)\n", katt_ops_best()->name, kcpu_isa_name());
 	for (int v = 0; v < 6; v++) {
-		bcase c = {4, 2, 2, 5, 7, 3, 4, 0, 0, {0}, 0, 0.0};
+		bcase c = {4, 2, 2, 5, 7, 3, 4, 0, 0, {0}, 0, 0.0, 0};
 		variant(&c, v);
+		check_oracle(&c, p1);
+		c.H = 4; /* grouped-query: 2 q heads a k/v head */
+		c.Hkv = 2;
+		if (c.mrank == 4 && c.mdims[1] != 1)
+			c.mdims[1] = 4;
 		check_oracle(&c, p1);
 	}
 	static const int64_t dims[][2] = {{32, 32}, {64, 64}, {80, 80}, {64, 48}};
@@ -384,11 +393,17 @@ int main(void)
 				/* one head (chunks of keys on 2 threads) or 2 x 3 */
 				int one = (int)((ie + il + (size_t)v) % 2);
 				bcase c = {4, one ? 1 : 2, one ? 1 : 3, lens[il][0], lens[il][1], dims[ie][0], dims[ie][1],
-					   0, 0, {0}, 0, 0.0};
+					   0, 0, {0}, 0, 0.0, 0};
 				variant(&c, v);
 				run_case(&c, p1, p2);
 			}
-	bcase r3 = {3, 3, 1, 45, 70, 16, 16, 0, 0, {0}, 1, 0.0}; /* rank 3, causal */
+	/* grouped-query: 6 q heads on 2 or 1 k/v heads, one batch (chunks of keys) or 2 */
+	for (int v = 0; v < 6; v++) {
+		bcase c = {4, 1 + v % 2, 6, 67, 150, 64, 64, 0, 0, {0}, 0, 0.0, v < 3 ? 2 : 1};
+		variant(&c, v);
+		run_case(&c, p1, p2);
+	}
+	bcase r3 = {3, 3, 1, 45, 70, 16, 16, 0, 0, {0}, 1, 0.0, 0}; /* rank 3, causal */
 	run_case(&r3, p1, p2);
 	set_mask(&r3, 1, 2, 45, 1, 0, 0); /* a mask broadcast along the keys */
 	r3.causal = 0;

@@ -3,11 +3,11 @@ CPU flash attention lowers to sdpa_lse when the backward reads its
 log-sum-exp, and its backward to sdpa_backward (the blocked kernel for f32).
 A tiny attention block (a q/k/v projection, F.scaled_dot_product_attention
 causal, with a float mask, with a bool mask, with a scale, an output
-projection) and bare attention on leaf q, k, v are trained one step
-compiled, in eager f32 and in eager f64; the gradients of the inputs and the
-parameters are judged as SPEC section 4 says (allclose, else as close to f64
-as eager f32 is); neither attention op falls back, here nor in the
-LLaMA-small and ViT-Tiny training steps."""
+projection) and bare attention on leaf q, k, v (grouped-query too) are
+trained one step compiled, in eager f32 and in eager f64; the gradients of
+the inputs and the parameters are judged as SPEC section 4 says (allclose,
+else as close to f64 as eager f32 is); neither attention op falls back,
+here nor in the LLaMA-small and ViT-Tiny training steps."""
 
 from __future__ import annotations
 
@@ -129,6 +129,32 @@ def test_attention_leaf_qkv_gradients(kind, shape):
         args = [t.detach().clone().to(dtype).requires_grad_() for t in base]
         out = f(*args)
         (out * torch.linspace(-1, 1, D, dtype=dtype)).sum().backward()
+        runs.append((out, [a.grad for a in args]))
+    _close(runs[0][0], runs[1][0], runs[2][0], "out")
+    for i, name in enumerate("qkv"):
+        _close(runs[0][1][i], runs[1][1][i], runs[2][1][i], f"grad {name}")
+    _no_sdpa_fallback(reports)
+    assert "sdpa_backward" in _ops(reports, "backward")
+
+
+@pytest.mark.parametrize("kind", ["none", "causal", "float"])
+def test_grouped_query_attention_gradients(kind):
+    # enable_gqa: 6 q heads on 2 k/v heads; k's and v's gradients sum over each group
+    torch.manual_seed(3)
+    L = 75
+    base = [torch.randn(2, 6, L, 32), torch.randn(2, 2, L, 32), torch.randn(2, 2, L, 32)]
+    kw = _masks(kind, L, L)
+
+    def fn(q, k, v):
+        kwd = {k_: (v_.to(q.dtype) if torch.is_tensor(v_) and v_.is_floating_point() else v_) for k_, v_ in kw.items()}
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kwd)
+
+    compiled, reports = compile_recording(fn)
+    runs = []
+    for dtype, f in ((torch.float32, compiled), (torch.float32, fn), (torch.float64, fn)):
+        args = [t.detach().clone().to(dtype).requires_grad_() for t in base]
+        out = f(*args)
+        out.sin().sum().backward()
         runs.append((out, [a.grad for a in args]))
     _close(runs[0][0], runs[1][0], runs[2][0], "out")
     for i, name in enumerate("qkv"):

@@ -8,9 +8,11 @@
  * transposed tiles where needed). The key tile's dk and dv stay in
  * per-thread accumulators until its query tiles are done.
  *
- * Threads: one task per (leading index, chunk of key tiles); with few
- * leading indices the keys are cut into more chunks. dk and dv rows belong
- * to one chunk; dq is summed over chunks, so each task adds into its own
+ * Threads: one task per (k/v leading index, chunk of key tiles); with few
+ * leading indices the keys are cut into more chunks. A task also takes
+ * every q head that reads its k/v head (grouped-query attention), so the
+ * group's dk and dv are summed in its accumulators. dk and dv rows belong
+ * to one task; dq is summed over chunks, so each task adds into its own
  * partial [L, E] and a last pass adds the partials up: no two threads ever
  * write one float. Causal attention skips query tiles that end before the
  * key tile starts; the softmax loop cuts each row at its diagonal. */
@@ -48,15 +50,16 @@ typedef struct bwd_job {
 	float *dq, *dk, *dv;
 	float *ws, *slots;
 	int64_t ep, evp, nqb, nkb, nchunk, kpc;
+	int64_t group; /* q leading indices (heads) per k/v one: grouped-query attention */
 	bwd_layout lay;
 	float scale;
 } bwd_job;
 
-static void chunks(const ksdpa_geom *g, int nthreads, int64_t *nkb, int64_t *nchunk, int64_t *kpc)
+static void chunks(const ksdpa_geom *g, int64_t group, int nthreads, int64_t *nkb, int64_t *nchunk, int64_t *kpc)
 {
 	*nkb = (g->S + KATT_BK - 1) / KATT_BK;
 	int64_t n = 1;
-	while (g->batch * n < 2 * (int64_t)nthreads && n < *nkb)
+	while (g->batch / group * n < 2 * (int64_t)nthreads && n < *nkb)
 		n++;
 	*kpc = *nkb > 0 ? (*nkb + n - 1) / n : 1;
 	*nchunk = *nkb > 0 ? (*nkb + *kpc - 1) / *kpc : 1;
@@ -187,24 +190,54 @@ static void pack_t(const float *x, int64_t ldx, int64_t n, int bk, int np, float
 	ktranspose(x, ldx, xt, np, bk, n);
 }
 
-/* One leading index b and chunk of key tiles: dk and dv of those keys, and
- * this chunk's part of dq. */
+/* One query tile's terms for one key tile (packed in the slot): P and dS
+ * recomputed, dv and dk accumulated in the slot, dq into part. */
+static void tile(const bwd_job *j, int64_t b, const ksdpa_at *at, int64_t l0, int64_t kb0, int bk, int np, float *part,
+		 float *slot)
+{
+	const ksdpa_geom *g = &j->g;
+	const bwd_layout *a = &j->lay;
+	const katt_ops *ops = j->ops;
+	int64_t E = g->E, Ev = g->Ev, ep = j->ep, evp = j->evp, L = g->L;
+	float *kt = slot + a->kt, *vt = slot + a->vt, *kp = slot + a->kp, *s = slot + a->s, *dp = slot + a->dp;
+	float *pt = slot + a->pt, *dst = slot + a->dst, *dk = slot + a->dk, *dv = slot + a->dv, *ones = slot + a->ones;
+	int nq = (int)(L - l0 < BQ ? L - l0 : BQ);
+	const float *q = j->ws + a->qp + (size_t)((b * L + l0) * ep), *go = j->ws + a->dop + (size_t)((b * L + l0) * evp);
+	const float *drow = j->ws + a->d + b * L + l0;
+	ops->qk(q, ep, nq, E, kt, np, s);
+	weights(j, at, j->lse + b * L + l0, s, np, nq, l0, kb0, bk, slot);
+	ops->qk(go, evp, nq, Ev, vt, np, dp);
+	for (int i = 0; i < nq; i++) {
+		float di = drow[i];
+		float *dpi = dp + (size_t)i * np;
+		const float *pi = s + (size_t)i * np;
+		for (int c = 0; c < np; c++)
+			dpi[c] = pi[c] * (dpi[c] - di); /* dS; 0 where P is */
+	}
+	ktranspose(s, np, pt, BQ, nq, np);
+	ops->pv(pt, BQ, bk, nq, go, evp, (int)evp, dv, ones);
+	ktranspose(dp, np, dst, BQ, nq, np);
+	ops->pv(dst, BQ, bk, nq, q, ep, (int)ep, dk, ones);
+	ops->pv(dp, np, nq, bk, kp, ep, (int)ep, part + l0 * ep, ones);
+}
+
+/* One k/v leading index and chunk of key tiles: dk and dv of those keys,
+ * summed over the q heads that read them, and this chunk's part of each of
+ * those heads' dq. */
 static void key_task(void *ctx, int64_t t, int thread)
 {
 	const bwd_job *j = ctx;
 	const ksdpa_geom *g = &j->g;
 	const bwd_layout *a = &j->lay;
-	const katt_ops *ops = j->ops;
-	int64_t b = t / j->nchunk, chunk = t % j->nchunk;
+	int64_t kvb = t / j->nchunk, chunk = t % j->nchunk, b0 = kvb * j->group;
 	int64_t E = g->E, Ev = g->Ev, ep = j->ep, evp = j->evp, L = g->L;
-	ksdpa_at at = ksdpa_offsets(g, b);
+	ksdpa_at at0 = ksdpa_offsets(g, b0);
 	float *slot = j->slots + (size_t)thread * a->slot;
-	float *kt = slot + a->kt, *vt = slot + a->vt, *kp = slot + a->kp, *s = slot + a->s, *dp = slot + a->dp;
-	float *pt = slot + a->pt, *dst = slot + a->dst, *dk = slot + a->dk, *dv = slot + a->dv, *ones = slot + a->ones;
-	float *part = j->ws + a->parts + (size_t)(b * j->nchunk + chunk) * (size_t)(L * ep);
-	const float *qp = j->ws + a->qp + (size_t)(b * L * ep), *dop = j->ws + a->dop + (size_t)(b * L * evp);
-	const float *drow = j->ws + a->d + b * L, *lse = j->lse + b * L;
-	memset(part, 0, sizeof(float) * (size_t)(L * ep));
+	float *kt = slot + a->kt, *vt = slot + a->vt, *kp = slot + a->kp, *dk = slot + a->dk, *dv = slot + a->dv;
+	float *ones = slot + a->ones;
+	for (int64_t b = b0; b < b0 + j->group; b++)
+		memset(j->ws + a->parts + (size_t)(b * j->nchunk + chunk) * (size_t)(L * ep), 0,
+		       sizeof(float) * (size_t)(L * ep));
 	for (int i = 0; i < (KATT_BK > BQ ? KATT_BK : BQ); i++)
 		ones[i] = 1.0f;
 	int64_t kb_end = (chunk + 1) * j->kpc < j->nkb ? (chunk + 1) * j->kpc : j->nkb;
@@ -212,7 +245,7 @@ static void key_task(void *ctx, int64_t t, int thread)
 		int64_t kb0 = kbi * KATT_BK;
 		int bk = (int)(g->S - kb0 < KATT_BK ? g->S - kb0 : KATT_BK);
 		int np = (int)pad_to(bk, KATT_PAD);
-		const float *k = j->k + at.k + kb0 * g->k_rs, *v = j->v + at.v + kb0 * g->v_rs;
+		const float *k = j->k + at0.k + kb0 * g->k_rs, *v = j->v + at0.v + kb0 * g->v_rs;
 		pack_t(k, g->k_rs, E, bk, np, kt);
 		pack_t(v, g->v_rs, Ev, bk, np, vt);
 		for (int c = 0; c < bk; c++) {
@@ -223,26 +256,13 @@ static void key_task(void *ctx, int64_t t, int thread)
 		memset(dv, 0, sizeof(float) * (size_t)(bk * evp));
 		/* causal: query l sees keys up to l, so tiles ending before kb0 see none */
 		int64_t first = g->causal ? kb0 / BQ * BQ : 0;
-		for (int64_t l0 = first; l0 < L; l0 += BQ) {
-			int nq = (int)(L - l0 < BQ ? L - l0 : BQ);
-			const float *q = qp + l0 * ep, *go = dop + l0 * evp;
-			ops->qk(q, ep, nq, E, kt, np, s);
-			weights(j, &at, lse + l0, s, np, nq, l0, kb0, bk, slot);
-			ops->qk(go, evp, nq, Ev, vt, np, dp);
-			for (int i = 0; i < nq; i++) {
-				float di = drow[l0 + i];
-				float *dpi = dp + (size_t)i * np;
-				const float *pi = s + (size_t)i * np;
-				for (int c = 0; c < np; c++)
-					dpi[c] = pi[c] * (dpi[c] - di); /* dS; 0 where P is */
-			}
-			ktranspose(s, np, pt, BQ, nq, np);
-			ops->pv(pt, BQ, bk, nq, go, evp, (int)evp, dv, ones);
-			ktranspose(dp, np, dst, BQ, nq, np);
-			ops->pv(dst, BQ, bk, nq, q, ep, (int)ep, dk, ones);
-			ops->pv(dp, np, nq, bk, kp, ep, (int)ep, part + l0 * ep, ones);
+		for (int64_t b = b0; b < b0 + j->group; b++) {
+			ksdpa_at at = ksdpa_offsets(g, b);
+			float *part = j->ws + a->parts + (size_t)(b * j->nchunk + chunk) * (size_t)(L * ep);
+			for (int64_t l0 = first; l0 < L; l0 += BQ)
+				tile(j, b, &at, l0, kb0, bk, np, part, slot);
 		}
-		float *dko = j->dk + at.k + kb0 * g->k_rs, *dvo = j->dv + at.v + kb0 * g->v_rs;
+		float *dko = j->dk + at0.k + kb0 * g->k_rs, *dvo = j->dv + at0.v + kb0 * g->v_rs;
 		for (int c = 0; c < bk; c++) {
 			for (int64_t e = 0; e < E; e++)
 				dko[c * g->k_rs + e] = dk[c * ep + e] * j->scale;
@@ -289,11 +309,11 @@ static bool bwd_supports(const k_call *call)
 static air_status job_make(const k_call *call, int nthreads, bwd_job *j)
 {
 	memset(j, 0, sizeof *j);
-	AIR_TRY(ksdpb_geom_make(call, &j->g));
+	AIR_TRY(ksdpb_geom_make(call, &j->g, &j->group));
 	j->ep = pad_to(j->g.E > 0 ? j->g.E : 1, KATT_PAD);
 	j->evp = pad_to(j->g.Ev > 0 ? j->g.Ev : 1, KATT_PAD);
 	j->nqb = (j->g.L + BQ - 1) / BQ;
-	chunks(&j->g, nthreads, &j->nkb, &j->nchunk, &j->kpc);
+	chunks(&j->g, j->group, nthreads, &j->nkb, &j->nchunk, &j->kpc);
 	layout(&j->g, j->ep, j->evp, j->nchunk, &j->lay);
 	return AIR_OK;
 }
@@ -327,7 +347,7 @@ static air_status bwd_run(const k_call *call)
 	if (j.g.batch == 0)
 		return AIR_OK;
 	rt_pool_run(call->pool, j.g.batch * j.nqb, prep_task, &j);
-	rt_pool_run(call->pool, j.g.batch * j.nchunk, key_task, &j);
+	rt_pool_run(call->pool, j.g.batch / j.group * j.nchunk, key_task, &j);
 	rt_pool_run(call->pool, j.g.batch * j.nqb, dq_task, &j);
 	return AIR_OK;
 }

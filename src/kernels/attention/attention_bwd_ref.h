@@ -18,8 +18,11 @@ size_t kref_sdpa_backward_workspace(const k_call *call, int nthreads);
 /* The forward's geometry (ksdpa_geom) of a backward call: q, k, v, the
  * mask, and the output's offsets (ksdpa_at.o), which grad_out shares. The
  * gradients are dense in q's, k's and v's shapes, so at.q, at.k and at.v
- * place them too; lse row b starts at b * L. Fails on k/v leading dims
- * other than q's, on dropout, and on sizes that do not fit. */
-air_status ksdpb_geom_make(const k_call *call, ksdpa_geom *g);
+ * place them too; lse row b starts at b * L. k and v have q's leading dims
+ * but for the heads (dim -3), of which they may have fewer, dividing q's:
+ * *group q heads, adjacent q leading indices, read each k/v head (1
+ * without grouped-query attention). Fails on other broadcasts, dropout,
+ * and sizes that do not fit. */
+air_status ksdpb_geom_make(const k_call *call, ksdpa_geom *g, int64_t *group);
 
 #endif
