@@ -2,7 +2,7 @@
  * (reference and fused kernel), the sdpa_backward reference against finite
  * differences of the f64 forward (the oracle checked by calculus), and the
  * blocked sdpa_backward kernel (on the ISA AIR_ISA leaves) against the
- * reference: odd L and S, head dims 32, 64 and 80 (and Ev != E), causal
+ * reference: odd L and S, head dims 32, 64, 80, 7 and 40 (and Ev != E), causal
  * and not, float masks broadcast several ways, bool masks, explicit scales,
  * grouped-query k/v heads (the oracle too), rank 3 and 4, on 1 and 2
  * threads (2 threads with one head cut the keys into chunks whose dq
@@ -385,7 +385,8 @@ int main(void)
 			c.mdims[1] = 4;
 		check_oracle(&c, p1);
 	}
-	static const int64_t dims[][2] = {{32, 32}, {64, 64}, {80, 80}, {64, 48}};
+	/* head dims not a multiple of 16 take the packed q / dO rows; the others are read in place */
+	static const int64_t dims[][2] = {{32, 32}, {64, 64}, {80, 80}, {64, 48}, {7, 7}, {40, 24}};
 	static const int64_t lens[][2] = {{1, 1}, {7, 7}, {67, 67}, {129, 129}, {33, 150}, {150, 33}, {197, 197}};
 	for (size_t ie = 0; ie < sizeof dims / sizeof dims[0]; ie++)
 		for (size_t il = 0; il < sizeof lens / sizeof lens[0]; il++)

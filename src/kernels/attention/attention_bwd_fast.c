@@ -40,6 +40,9 @@ static int64_t pad_to(int64_t n, int64_t m)
 typedef struct bwd_layout {
 	size_t kt, vt, kp, s, dp, pt, dst, dk, dv, m, l, alpha, ones, mrow, slot;
 	size_t qp, dop, d, parts, prep; /* shared: packed q, dO [batch][L][ep|evp], D, the dq partials */
+	/* q and dO rows are read in place when they are KATT_PAD-wide already,
+	 * and with one chunk of keys dq accumulates in the output itself */
+	bool pack_q, pack_o, dq_direct;
 } bwd_layout;
 
 typedef struct bwd_job {
@@ -68,6 +71,9 @@ static void chunks(const ksdpa_geom *g, int64_t group, int nthreads, int64_t *nk
 static void layout(const ksdpa_geom *g, int64_t ep, int64_t evp, int64_t nchunk, bwd_layout *a)
 {
 	size_t off = 0;
+	a->pack_q = ep != g->E;
+	a->pack_o = evp != g->Ev;
+	a->dq_direct = !a->pack_q && nchunk == 1;
 #define TAKE(field, floats)             \
 	a->field = off;                 \
 	off += pad_to((int64_t)(floats), 16)
@@ -88,10 +94,10 @@ static void layout(const ksdpa_geom *g, int64_t ep, int64_t evp, int64_t nchunk,
 	a->slot = off + 16; /* a spare line between threads' slots */
 	off = 0;
 	int64_t rows = g->batch * g->L;
-	TAKE(qp, rows * ep);
-	TAKE(dop, rows * evp);
+	TAKE(qp, a->pack_q ? rows * ep : 0);
+	TAKE(dop, a->pack_o ? rows * evp : 0);
 	TAKE(d, rows);
-	TAKE(parts, rows * nchunk * ep);
+	TAKE(parts, a->dq_direct ? 0 : rows * nchunk * ep);
 	a->prep = off;
 #undef TAKE
 }
@@ -106,13 +112,18 @@ static void prep_task(void *ctx, int64_t t, int thread)
 	ksdpa_at at = ksdpa_offsets(g, b);
 	for (int64_t i = 0; i < nq; i++) {
 		int64_t row = b * g->L + l0 + i;
-		float *qp = j->ws + j->lay.qp + row * j->ep, *dop = j->ws + j->lay.dop + row * j->evp;
 		const float *q = j->q + at.q + (l0 + i) * g->q_rs;
 		const float *go = j->go + at.o + (l0 + i) * g->o_rs, *o = j->o + at.o + (l0 + i) * g->o_rs;
-		memcpy(qp, q, (size_t)g->E * sizeof(float));
-		memset(qp + g->E, 0, (size_t)(j->ep - g->E) * sizeof(float));
-		memcpy(dop, go, (size_t)g->Ev * sizeof(float));
-		memset(dop + g->Ev, 0, (size_t)(j->evp - g->Ev) * sizeof(float));
+		if (j->lay.pack_q) {
+			float *qp = j->ws + j->lay.qp + row * j->ep;
+			memcpy(qp, q, (size_t)g->E * sizeof(float));
+			memset(qp + g->E, 0, (size_t)(j->ep - g->E) * sizeof(float));
+		}
+		if (j->lay.pack_o) {
+			float *dop = j->ws + j->lay.dop + row * j->evp;
+			memcpy(dop, go, (size_t)g->Ev * sizeof(float));
+			memset(dop + g->Ev, 0, (size_t)(j->evp - g->Ev) * sizeof(float));
+		}
 		double d = 0;
 		for (int64_t c = 0; c < g->Ev; c++)
 			d += (double)go[c] * o[c];
@@ -202,11 +213,13 @@ static void tile(const bwd_job *j, int64_t b, const ksdpa_at *at, int64_t l0, in
 	float *kt = slot + a->kt, *vt = slot + a->vt, *kp = slot + a->kp, *s = slot + a->s, *dp = slot + a->dp;
 	float *pt = slot + a->pt, *dst = slot + a->dst, *dk = slot + a->dk, *dv = slot + a->dv, *ones = slot + a->ones;
 	int nq = (int)(L - l0 < BQ ? L - l0 : BQ);
-	const float *q = j->ws + a->qp + (size_t)((b * L + l0) * ep), *go = j->ws + a->dop + (size_t)((b * L + l0) * evp);
+	const float *q = a->pack_q ? j->ws + a->qp + (size_t)((b * L + l0) * ep) : j->q + at->q + l0 * g->q_rs;
+	const float *go = a->pack_o ? j->ws + a->dop + (size_t)((b * L + l0) * evp) : j->go + at->o + l0 * g->o_rs;
+	const int64_t ldq = a->pack_q ? ep : g->q_rs, ldo = a->pack_o ? evp : g->o_rs;
 	const float *drow = j->ws + a->d + b * L + l0;
-	ops->qk(q, ep, nq, E, kt, np, s);
+	ops->qk(q, ldq, nq, E, kt, np, s);
 	weights(j, at, j->lse + b * L + l0, s, np, nq, l0, kb0, bk, slot);
-	ops->qk(go, evp, nq, Ev, vt, np, dp);
+	ops->qk(go, ldo, nq, Ev, vt, np, dp);
 	for (int i = 0; i < nq; i++) {
 		float di = drow[i];
 		float *dpi = dp + (size_t)i * np;
@@ -215,10 +228,19 @@ static void tile(const bwd_job *j, int64_t b, const ksdpa_at *at, int64_t l0, in
 			dpi[c] = pi[c] * (dpi[c] - di); /* dS; 0 where P is */
 	}
 	ktranspose(s, np, pt, BQ, nq, np);
-	ops->pv(pt, BQ, bk, nq, go, evp, (int)evp, dv, ones);
+	ops->pv(pt, BQ, bk, nq, go, ldo, (int)evp, dv, ones);
 	ktranspose(dp, np, dst, BQ, nq, np);
-	ops->pv(dst, BQ, bk, nq, q, ep, (int)ep, dk, ones);
+	ops->pv(dst, BQ, bk, nq, q, ldq, (int)ep, dk, ones);
 	ops->pv(dp, np, nq, bk, kp, ep, (int)ep, part + l0 * ep, ones);
+}
+
+/* Where q leading index b's dq terms from one chunk of keys add up: a
+ * partial [L][ep], or (dq_direct) the output's rows, dense and ep wide. */
+static float *dq_part(const bwd_job *j, int64_t b, int64_t chunk)
+{
+	if (j->lay.dq_direct)
+		return j->dq + ksdpa_offsets(&j->g, b).q;
+	return j->ws + j->lay.parts + (size_t)(b * j->nchunk + chunk) * (size_t)(j->g.L * j->ep);
 }
 
 /* One k/v leading index and chunk of key tiles: dk and dv of those keys,
@@ -236,8 +258,7 @@ static void key_task(void *ctx, int64_t t, int thread)
 	float *kt = slot + a->kt, *vt = slot + a->vt, *kp = slot + a->kp, *dk = slot + a->dk, *dv = slot + a->dv;
 	float *ones = slot + a->ones;
 	for (int64_t b = b0; b < b0 + j->group; b++)
-		memset(j->ws + a->parts + (size_t)(b * j->nchunk + chunk) * (size_t)(L * ep), 0,
-		       sizeof(float) * (size_t)(L * ep));
+		memset(dq_part(j, b, chunk), 0, sizeof(float) * (size_t)(L * ep));
 	for (int i = 0; i < (KATT_BK > BQ ? KATT_BK : BQ); i++)
 		ones[i] = 1.0f;
 	int64_t kb_end = (chunk + 1) * j->kpc < j->nkb ? (chunk + 1) * j->kpc : j->nkb;
@@ -258,7 +279,7 @@ static void key_task(void *ctx, int64_t t, int thread)
 		int64_t first = g->causal ? kb0 / BQ * BQ : 0;
 		for (int64_t b = b0; b < b0 + j->group; b++) {
 			ksdpa_at at = ksdpa_offsets(g, b);
-			float *part = j->ws + a->parts + (size_t)(b * j->nchunk + chunk) * (size_t)(L * ep);
+			float *part = dq_part(j, b, chunk);
 			for (int64_t l0 = first; l0 < L; l0 += BQ)
 				tile(j, b, &at, l0, kb0, bk, np, part, slot);
 		}
@@ -279,7 +300,13 @@ static void dq_task(void *ctx, int64_t t, int thread)
 	const ksdpa_geom *g = &j->g;
 	int64_t b = t / j->nqb, l0 = (t % j->nqb) * BQ, nq = g->L - l0 < BQ ? g->L - l0 : BQ;
 	ksdpa_at at = ksdpa_offsets(g, b);
-	const float *part = j->ws + j->lay.parts + (size_t)(b * j->nchunk) * (size_t)(g->L * j->ep);
+	if (j->lay.dq_direct) {
+		float *dq = j->dq + at.q + l0 * g->q_rs;
+		for (int64_t i = 0; i < nq * g->E; i++)
+			dq[i] *= j->scale;
+		return;
+	}
+	const float *part = dq_part(j, b, 0);
 	for (int64_t i = 0; i < nq; i++) {
 		float *dq = j->dq + at.q + (l0 + i) * g->q_rs;
 		const float *p0 = part + (l0 + i) * j->ep;
