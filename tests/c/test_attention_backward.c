@@ -234,8 +234,8 @@ static int ncases;
 static void print_case(const bcase *tc, const char *what, double err)
 {
 	fprintf(stderr, "  rank %d B %lld H %lld/%lld L %lld S %lld E %lld Ev %lld mask %d/%d causal %d scale %g: %s %g\n",
-		tc->rank, (long long)tc->B, (long long)tc->H, (long long)tc->Hkv, (long long)tc->L, (long long)tc->S, (long long)tc->E,
-		(long long)tc->Ev, tc->mask, tc->mrank, tc->causal, tc->scale, what, err);
+		tc->rank, (long long)tc->B, (long long)tc->H, (long long)tc->Hkv, (long long)tc->L, (long long)tc->S,
+		(long long)tc->E, (long long)tc->Ev, tc->mask, tc->mrank, tc->causal, tc->scale, what, err);
 }
 
 /* f32: the fused forward's out and lse against the reference's; then the
