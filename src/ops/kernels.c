@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "kernels/attention/attention_fast.h"
+#include "kernels/attention/attention_bwd_fast.h"
 #include "kernels/conv/conv_backward.h"
 #include "kernels/conv/conv_narrow.h"
 #include "kernels/conv/conv_nhwc.h"
@@ -30,6 +31,7 @@ static const k_kernel *const addmm[] = {&kfast_addmm_packed, &kfast_addmm, NULL}
 static const k_kernel *const linear[] = {&kfast_linear_lowp_w, &kfast_linear_rows, &kfast_linear_packed, &kfast_linear, NULL};
 static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
 static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, NULL};
+static const k_kernel *const sdpa_backward[] = {&kfast_sdpa_backward_flash, NULL};
 static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_lowp_1x1, &kfast_conv2d_nhwc_lowp_im2col,
 						&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
 						&kfast_conv2d_nhwc_winograd, &kfast_conv2d_nhwc_implicit,
@@ -75,6 +77,8 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_linear: return linear;
 	case OP_bmm: return bmm;
 	case OP_sdpa: return sdpa;
+	case OP_sdpa_lse: return sdpa;
+	case OP_sdpa_backward: return sdpa_backward;
 	case OP_conv2d: return conv2d;
 	case OP_conv2d_nhwc: return conv2d_nhwc;
 	case OP_conv2d_backward_input: return conv2d_backward_input;

@@ -250,6 +250,23 @@ static air_status infer_sdpa(op_infer_ctx *c)
 	return AIR_OK;
 }
 
+/* sdpa_lse: sdpa that also gives each query row's log-sum-exp of its
+ * scaled, masked scores [..., L] (what the training backward,
+ * sdpa_backward, recomputes the softmax from): -inf for a row with no key.
+ * The passes that rewrite sdpa (views, out_bshd) leave it alone. */
+static air_status infer_sdpa_lse(op_infer_ctx *c)
+{
+	AIR_TRY(infer_sdpa(c));
+	if (op_attr(c, KSDPA_ATTR_OUT_BSHD)->i)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "sdpa_lse takes no out_bshd");
+	for (int i = 0; i < 3; i++)
+		if (op_attr(c, KSDPA_ATTR_Q_VIEW + i)->n)
+			return op_fail(c, AIR_INVALID_ARGUMENT, "sdpa_lse takes no views");
+	c->out[1] = c->out[0];
+	c->out[1].rank--;
+	return AIR_OK;
+}
+
 static const op_attr_spec mm_attrs[] = {
 	{"trans_a", OPA_INT, false, 0, 0}, /* 1: a^T b */
 };
@@ -289,3 +306,4 @@ const op_def op_def_bmm = {"bmm", 2, 2, 1, NULL, 0, infer_bmm, KREF(bmm), 0};
 const op_def op_def_addmm = {"addmm", 3, 3, 1, addmm_attrs, 2, infer_addmm, KREF(addmm), 0};
 const op_def op_def_linear = {"linear", 2, 4, 1, linear_attrs, 4, infer_linear, KREF(linear), 0};
 const op_def op_def_sdpa = {"sdpa", 3, 4, 1, sdpa_attrs, KSDPA_NATTRS, infer_sdpa, KREF_WS(sdpa), 0};
+const op_def op_def_sdpa_lse = {"sdpa_lse", 3, 4, 2, sdpa_attrs, KSDPA_NATTRS, infer_sdpa_lse, KREF_WS(sdpa), 0};

@@ -28,6 +28,7 @@ OP(batch_norm_train) OP(batch_norm_backward) OP(threshold_backward)
 /* matrix products, convolution, pooling, attention: ops/linalg.c, ops/conv.c,
  * ops/conv_backward.c, ops/pool_backward.c */
 OP(mm) OP(bmm) OP(addmm) OP(linear) OP(sdpa)
+OP(sdpa_lse) OP(sdpa_backward) /* training attention: linalg.c, attention_backward.c */
 OP(conv2d) OP(batch_norm) OP(max_pool2d) OP(avg_pool2d) OP(adaptive_avg_pool2d) OP(col2im)
 OP(conv2d_backward_input) OP(conv2d_backward_weight) /* ops/conv_backward.c */
 OP(max_pool2d_indices) OP(max_pool2d_backward) /* ops/pool_backward.c */

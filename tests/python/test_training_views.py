@@ -116,8 +116,9 @@ def test_returned_reshapes_are_views_and_gradients_match():
 
 
 class Attention(torch.nn.Module):
-    """A ViT block's attention: q, k and v split out of one projection for
-    eager's attention kernel (its forward and backward fall back)."""
+    """A ViT block's attention: q, k and v split out of one projection. The
+    attention itself compiles (sdpa_lse and sdpa_backward), so its operands
+    are compiled tensors, not views handed to eager."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -139,10 +140,12 @@ def _copying_view_kernels(reports, graph: str) -> list[str]:
 
 
 def test_views_between_subgraphs_and_eager_are_not_copied():
-    # q, k, v go to eager's attention as views of the projection; its output
-    # goes into the output projection as a view made contiguous by eager;
     # the backward returns the weight gradients' [tokens, features] operands
-    # as views (a subgraph output was a copy of each)
+    # as views (a subgraph output was a copy of each). The forward copies
+    # only the head split and merge around the compiled attention: q, k and
+    # v are saved for its backward, so they are tensors of their own (when
+    # attention ran in eager they were views of the projection; reading them
+    # in place would need the backward to take them as views too)
     model, ref = Attention().train(), Attention().train()
     ref.load_state_dict(model.state_dict())
     x = torch.randn(2, 7, 32, requires_grad=True)
@@ -160,5 +163,6 @@ def test_views_between_subgraphs_and_eager_are_not_copied():
         for p, q in zip(model.parameters(), ref.parameters()):
             torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
     assert any(s.compiled for r in reports if r.graph == "forward" for s in r.subgraphs)
-    assert _copying_view_kernels(reports, "forward") == []
+    copies = sorted(k.split()[0] for k in _copying_view_kernels(reports, "forward"))
+    assert copies == ["permute", "permute", "slice", "slice", "slice"], _copying_view_kernels(reports, "forward")
     assert [k for k in _copying_view_kernels(reports, "backward") if k.startswith(("reshape", "slice"))] == []

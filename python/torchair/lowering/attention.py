@@ -3,6 +3,7 @@ TransformerEncoderLayer fast path."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from torch.fx import Node
@@ -11,8 +12,11 @@ from torchair.errors import Unsupported
 from torchair.lowering.core import Lowerer, Value, arg, aten, lowers, meta
 
 
-@lowers(aten._scaled_dot_product_flash_attention_for_cpu.default, outputs=(0,))
+@lowers(aten._scaled_dot_product_flash_attention_for_cpu.default, outputs=(0, 1))
 def _sdpa_flash(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
+    """Output 1, the log-sum-exp [B, H, L], is what the training backward
+    (lowering/attention_backward.py) reads: when the graph uses it the node
+    is sdpa_lse, which also writes it; else plain sdpa."""
     q, k, v = n.args[:3]
     dropout = arg(n, 3, "dropout_p", 0.0)
     if dropout:
@@ -24,6 +28,9 @@ def _sdpa_flash(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
     if mask is not None:
         inputs.append(L.value(mask))
     attrs = {"scale": float(scale or 0.0), "is_causal": int(is_causal), "has_mask": int(mask is not None)}
+    if any(u.target is operator.getitem and u.args[1] == 1 for u in n.users):
+        out, lse = L.node("sdpa_lse", inputs, attrs)
+        return (out, lse)
     return (L.node("sdpa", inputs, attrs), None)
 
 

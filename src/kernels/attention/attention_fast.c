@@ -153,6 +153,7 @@ typedef struct att_job {
 	const float *q, *k, *v;
 	const void *mask;
 	float *out;
+	float *lse; /* sdpa_lse's second output [batch, L], or NULL */
 	int64_t bq, nqb, nkb, evp;
 	att_layout lay;
 	char *packed, *ws;
@@ -279,6 +280,9 @@ static void att_task(void *ctx, int64_t t, int thread)
 		j->ops->pv(s, np, nq, bk, vp, ldv, (int)evp, o, alpha);
 	}
 	float *out = j->out + at.o + l0 * g->o_rs;
+	if (j->lse)
+		for (int i = 0; i < nq; i++) /* -inf for a row with no key */
+			j->lse[b * g->L + l0 + i] = l[i] == 0.0f ? -INFINITY : m[i] + logf(l[i]);
 	for (int i = 0; i < nq; i++) {
 		float *d = out + (int64_t)i * g->o_rs;
 		const float *src = o + (int64_t)i * evp;
@@ -298,8 +302,9 @@ static bool flash_supports(const k_call *call)
 	for (int i = 0; i < 3; i++)
 		if (call->in[i].dtype != AIR_F32)
 			return false;
-	if (call->out[0].dtype != AIR_F32)
-		return false;
+	for (int i = 0; i < call->n_out; i++)
+		if (call->out[i].dtype != AIR_F32)
+			return false;
 	return call->n_in < 4 || call->in[3].dtype == AIR_F32 || call->in[3].dtype == AIR_BOOL;
 }
 
@@ -325,6 +330,7 @@ static air_status flash_run(const k_call *call)
 	j.v = call->in[2].data;
 	j.mask = j.g.has_mask ? call->in[3].data : NULL;
 	j.out = call->out[0].data;
+	j.lse = call->n_out > 1 ? call->out[1].data : NULL;
 	j.evp = pad_to(j.g.Ev, KATT_PAD);
 	j.scale = (float)j.g.scale;
 	j.empty = call->attrs[3].i ? NAN : 0.0f;

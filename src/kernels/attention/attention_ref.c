@@ -15,6 +15,7 @@ typedef struct sdpa_ctx {
 	ksdpa_geom g;
 	const void *q, *k, *v, *mask;
 	void *out;
+	void *lse; /* sdpa_lse's second output [..., L], or NULL */
 	air_dtype dtype;
 	double *ws; /* per thread: S scores, then Ev accumulators */
 	int empty_nan;
@@ -76,6 +77,14 @@ static void sdpa_row(const sdpa_ctx *c, int64_t row, int thread)
 	} else if (c->empty_nan) {
 		for (int64_t e = 0; e < g->Ev; e++)
 			acc[e] = NAN;
+	}
+	if (c->lse) {
+		/* log of the softmax's denominator: -inf for a row with no key */
+		double lse = any ? max + log(sum) : -INFINITY;
+		if (c->dtype == AIR_F32)
+			((float *)c->lse)[row] = (float)lse;
+		else
+			((double *)c->lse)[row] = lse;
 	}
 	int64_t ooff = at.o + l * g->o_rs;
 	for (int64_t e = 0; e < g->Ev; e++) {
@@ -272,6 +281,7 @@ air_status kref_sdpa(const k_call *call)
 	c.v = call->in[2].data;
 	c.mask = c.g.has_mask ? call->in[3].data : NULL;
 	c.out = call->out[0].data;
+	c.lse = call->n_out > 1 ? call->out[1].data : NULL;
 	c.dtype = call->in[0].dtype;
 	c.ws = call->workspace;
 	c.empty_nan = call->attrs[3].i != 0;
