@@ -24,6 +24,7 @@ from torchair.lowering import matmul  # noqa: F401
 from torchair.lowering import conv  # noqa: F401
 from torchair.lowering import attention  # noqa: F401
 from torchair.lowering import index  # noqa: F401
+from torchair.lowering import backward  # noqa: F401
 # isort: on
 from torchair.lowering.conv import MAX_TRANSPOSED_GROUPS
 from torchair.lowering.core import (
