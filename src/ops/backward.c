@@ -1,8 +1,10 @@
 /* backward.c - op table entries of the training ops that have no forward
  * counterpart in the table: layer_norm_backward, embedding_backward (the
- * dense weight gradient of an embedding lookup) and dropout (random, seeded
- * per call through an input). */
+ * dense weight gradient of an embedding lookup), dropout (random, seeded
+ * per call through an input), and the one-pass gradients of activations
+ * and dropout (activation_backward, dropout_backward). */
 #include "core/error.h"
+#include "kernels/elementwise/act_backward.h"
 #include "kernels/elementwise/dropout.h"
 #include "kernels/norm/layer_norm_backward.h"
 #include "kernels/shape/embedding_backward.h"
@@ -103,6 +105,47 @@ static air_status infer_dropout(op_infer_ctx *c)
 	return AIR_OK;
 }
 
+/* Both operands of one shape (the lowering composes elementwise ops where
+ * torch would broadcast). */
+static air_status same_shape(op_infer_ctx *c)
+{
+	const ir_value *a = c->in[0], *b = c->in[1];
+	if (a->rank != b->rank)
+		return op_fail(c, AIR_SHAPE_MISMATCH, "operands have ranks %d and %d", a->rank, b->rank);
+	for (int d = 0; d < a->rank; d++)
+		if (a->dims[d] != b->dims[d])
+			return op_fail(c, AIR_SHAPE_MISMATCH, "operands differ at dim %d", d);
+	return AIR_OK;
+}
+
+/* activation_backward(g, t) -> g * f'(...), t and kind as act_backward.h says */
+static air_status infer_activation_backward(op_infer_ctx *c)
+{
+	if (!is_float(c->in[0]->dtype))
+		return op_fail(c, AIR_UNSUPPORTED, "takes f32 or f64, not %s", air_dtype_name(c->in[0]->dtype));
+	AIR_TRY(op_same_dtype(c, 0, 1));
+	AIR_TRY(same_shape(c));
+	int64_t kind = op_attr(c, 0)->i;
+	if (kind < 0 || kind >= KA_KIND_COUNT)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "unknown kind %lld", (long long)kind);
+	c->out[0] = *c->in[0];
+	return AIR_OK;
+}
+
+/* dropout_backward(g, mask) -> g * (mask * scale), mask bool */
+static air_status infer_dropout_backward(op_infer_ctx *c)
+{
+	if (!is_float(c->in[0]->dtype))
+		return op_fail(c, AIR_UNSUPPORTED, "takes f32 or f64, not %s", air_dtype_name(c->in[0]->dtype));
+	if (c->in[1]->dtype != AIR_BOOL)
+		return op_fail(c, AIR_UNSUPPORTED, "mask must be bool, not %s", air_dtype_name(c->in[1]->dtype));
+	AIR_TRY(same_shape(c));
+	c->out[0] = *c->in[0];
+	return AIR_OK;
+}
+
+static const op_attr_spec activation_backward_attrs[] = {{"kind", OPA_INT, true, 0, 0}};
+static const op_attr_spec dropout_backward_attrs[] = {{"scale", OPA_FLOAT, true, 0, 0}};
 static const op_attr_spec layer_norm_backward_attrs[] = {
 	{"normalized_ndim", OPA_INT, true, 0, 0},
 	{"has_weight", OPA_INT, false, 0, 0},
@@ -123,3 +166,7 @@ const op_def op_def_layer_norm_backward = {"layer_norm_backward", 4, 5, 3, layer
 const op_def op_def_embedding_backward = {"embedding_backward", 2, 2, 1, embedding_backward_attrs, 2,
 					  infer_embedding_backward, KREF(embedding_backward), 0};
 const op_def op_def_dropout = {"dropout", 2, 2, 2, dropout_attrs, 2, infer_dropout, KREF(dropout), 0};
+const op_def op_def_activation_backward = {"activation_backward", 2, 2, 1, activation_backward_attrs, 1,
+					   infer_activation_backward, KREF(activation_backward), 0};
+const op_def op_def_dropout_backward = {"dropout_backward", 2, 2, 1, dropout_backward_attrs, 1,
+					infer_dropout_backward, KREF(dropout_backward), 0};

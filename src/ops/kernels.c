@@ -9,6 +9,7 @@
 #include "kernels/conv/conv_narrow.h"
 #include "kernels/conv/conv_nhwc.h"
 #include "kernels/conv/conv_patches.h"
+#include "kernels/elementwise/act_backward.h"
 #include "kernels/elementwise/cast_half.h"
 #include "kernels/elementwise/dropout.h"
 #include "kernels/elementwise/elementwise_fast.h"
@@ -56,6 +57,8 @@ static const k_kernel *const sum[] = {&kfast_sum_columns, NULL};
 static const k_kernel *const cast[] = {&kfast_cast_half, &kfast_cast_bytes_f32, NULL};
 static const k_kernel *const layer_norm_backward[] = {&kfast_layer_norm_backward_rows, NULL};
 static const k_kernel *const dropout[] = {&kfast_dropout, NULL};
+static const k_kernel *const activation_backward[] = {&kfast_activation_backward, NULL};
+static const k_kernel *const dropout_backward[] = {&kfast_dropout_backward, NULL};
 #define VMATH_LIST_(name) static const k_kernel *const vmath_##name[] = {&kfast_##name##_vmath, NULL};
 KFAST_VMATH_OPS(VMATH_LIST_)
 #undef VMATH_LIST_
@@ -96,6 +99,8 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_div: return div_;
 	case OP_layer_norm_backward: return layer_norm_backward;
 	case OP_dropout: return dropout;
+	case OP_activation_backward: return activation_backward;
+	case OP_dropout_backward: return dropout_backward;
 #define VMATH_CASE_(name) \
 	case OP_##name: return vmath_##name;
 	KFAST_VMATH_OPS(VMATH_CASE_)

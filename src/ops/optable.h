@@ -2,7 +2,7 @@
  * the op id order. Each op's op_def is defined as op_def_<name> in its
  * family file (ops/<family>.c). Keep the families in their sections. */
 
-/* elementwise: ops/elementwise.c */
+/* elementwise: ops/elementwise.c (activation_backward, dropout_backward: ops/backward.c) */
 OP(neg) OP(abs) OP(exp) OP(log) OP(log1p) OP(expm1) OP(sqrt) OP(rsqrt) OP(sin) OP(cos)
 OP(tanh) OP(sigmoid) OP(erf) OP(relu) OP(gelu) OP(gelu_tanh) OP(silu) OP(hardswish)
 OP(hardsigmoid) OP(reciprocal) OP(floor) OP(ceil) OP(round) OP(trunc) OP(sign)
@@ -11,6 +11,7 @@ OP(add) OP(sub) OP(mul) OP(div) OP(floor_divide) OP(remainder) OP(fmod) OP(pow) 
 OP(eq) OP(ne) OP(lt) OP(le) OP(gt) OP(ge) OP(logical_and) OP(logical_or) OP(logical_xor)
 OP(bitwise_and) OP(bitwise_or) OP(bitwise_xor)
 OP(where) OP(cast)
+OP(activation_backward) OP(dropout_backward)
 
 /* created by passes only: ops/fused.c, ops/conv_nhwc.c (layout pass) */
 OP(fused_elementwise) OP(rope)

@@ -5,13 +5,15 @@
  * the generator against published Philox-4x32-10 answers, p = 0 exact, p = 1
  * all zero, the keep fraction within a binomial bound, scale, the same
  * mask for the same seed and any thread count, another for another seed or
- * stream. */
+ * stream. activation_backward (each kind) and dropout_backward against the
+ * formulas in double. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "kernels/elementwise/act_backward.h"
 #include "kernels/elementwise/dropout.h"
 #include "op_harness.h"
 
@@ -401,8 +403,118 @@ static void test_dropout(void)
 	free(xv), free(x);
 }
 
+/* ---- activation_backward, dropout_backward -------------------------------- */
+
+static double act_want(int kind, double g, double t, double *mag)
+{
+	const double b = sqrt(2.0 / M_PI), k = 0.044715;
+	switch (kind) {
+	case KA_GELU: {
+		double cdf = 0.5 * (1 + erf(t / sqrt(2.0))), pdf = exp(-0.5 * t * t) / sqrt(2 * M_PI);
+		/* 1 + erf cancels in the left tail (in torch's f32 formula too): the
+		 * bound scales with the terms, not their sum */
+		*mag = fabs(g) * (0.5 * (1 + fabs(erf(t / sqrt(2.0)))) + fabs(t) * pdf);
+		return g * (cdf + t * pdf);
+	}
+	case KA_GELU_TANH: {
+		double th = tanh(b * (t + k * t * t * t)), r = 0.5 * fabs(t) * (1 - th * th) * b * (1 + 3 * k * t * t);
+		*mag = fabs(g) * (0.5 * (1 + fabs(th)) + r) * (1 + fabs(t));
+		return g * (0.5 * (1 + th) + 0.5 * t * (1 - th * th) * b * (1 + 3 * k * t * t));
+	}
+	case KA_SILU: {
+		double s = 1 / (1 + exp(-t));
+		*mag = fabs(g) * s * (1 + fabs(t) * (1 - s));
+		return g * s * (1 + t * (1 - s));
+	}
+	case KA_TANH: *mag = fabs(g) * (1 + t * t); return g * (1 - t * t);
+	default: *mag = fabs(g) * (fabs(1 - t) + 1) * fabs(t); return g * (1 - t) * t;
+	}
+}
+
+static void test_activation_backward(void)
+{
+	static const int64_t sizes[] = {1, 7, 255, 256, 257, 40001};
+	for (int kind = 0; kind < KA_KIND_COUNT; kind++)
+		for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
+			for (int ref = 0; ref < 2; ref++) {
+				int64_t n = sizes[k];
+				double *g = th_values(n, AIR_F32), *t = th_values(n, AIR_F32);
+				/* x over [-8, 8) for the x kinds (both tails), y in (-1, 1) or (0, 1) for the y kinds */
+				for (int64_t i = 0; i < n; i++)
+					t[i] = kind <= KA_SILU ? (double)(float)(t[i] * 8)
+							       : kind == KA_SIGMOID ? (double)(float)(t[i] * 0.5 + 0.5) : t[i];
+				double *want = malloc(sizeof(double) * (size_t)n), *mag = malloc(sizeof(double) * (size_t)n);
+				for (int64_t i = 0; i < n; i++)
+					want[i] = act_want(kind, g[i], t[i], &mag[i]);
+				void *bg = th_as(g, n, AIR_F32), *bt = th_as(t, n, AIR_F32);
+				th_arg args[2] = {th_make(AIR_F32, bg, 1, &n), th_make(AIR_F32, bt, 1, &n)};
+				air_attr attrs[1] = {th_int("kind", kind)};
+				void *out[1];
+				air_status st = run_op("activation_backward", args, 2, attrs, 1, 1,
+						       ref ? AIR_COMPILE_REFERENCE_KERNELS : 0, 0, out);
+				CHECK_OK(st);
+				if (st == AIR_OK) {
+					char label[64];
+					snprintf(label, sizeof label, "activation_backward kind %d n %lld ref %d", kind,
+						 (long long)n, ref);
+					th_compare(label, AIR_F32, out[0], want, mag, n, 4e-6, 1e-30);
+				}
+				free(out[0]), free(g), free(t), free(want), free(mag), free(bg), free(bt);
+			}
+	/* f64 through the reference */
+	int64_t n = 33;
+	double *g = th_values(n, AIR_F64), *t = th_values(n, AIR_F64), want[33], mag[33];
+	for (int64_t i = 0; i < n; i++)
+		want[i] = act_want(KA_GELU, g[i], t[i], &mag[i]);
+	th_arg args[2] = {th_make(AIR_F64, g, 1, &n), th_make(AIR_F64, t, 1, &n)};
+	air_attr attrs[1] = {th_int("kind", KA_GELU)};
+	void *out[1];
+	CHECK_OK(run_op("activation_backward", args, 2, attrs, 1, 1, 0, 0, out));
+	if (out[0])
+		th_compare("activation_backward f64", AIR_F64, out[0], want, mag, n, 1e-14, 0);
+	free(out[0]);
+	/* shapes must match; kind in range */
+	int64_t m = 32;
+	args[1] = th_make(AIR_F64, t, 1, &m);
+	th_expect_build_error("activation_backward", args, 2, attrs, 1, AIR_SHAPE_MISMATCH, "ab: shapes");
+	args[1] = th_make(AIR_F64, t, 1, &n);
+	attrs[0] = th_int("kind", KA_KIND_COUNT);
+	th_expect_build_error("activation_backward", args, 2, attrs, 1, AIR_INVALID_ARGUMENT, "ab: kind");
+	free(g), free(t);
+}
+
+static void test_dropout_backward(void)
+{
+	int64_t n = 50001;
+	double *g = th_values(n, AIR_F32);
+	float *bg = th_as(g, n, AIR_F32);
+	uint8_t *mask = malloc((size_t)n);
+	for (int64_t i = 0; i < n; i++)
+		mask[i] = th_rand() > 0.3;
+	const double scale = 1.0 / 0.65;
+	for (int ref = 0; ref < 2; ref++) {
+		th_arg args[2] = {th_make(AIR_F32, bg, 1, &n), th_make(AIR_BOOL, mask, 1, &n)};
+		air_attr attrs[1] = {th_float("scale", scale)};
+		void *out[1];
+		CHECK_OK(run_op("dropout_backward", args, 2, attrs, 1, 1, ref ? AIR_COMPILE_REFERENCE_KERNELS : 0, 0, out));
+		if (!out[0])
+			continue;
+		bool same = true; /* torch's g * (mask * scale) in f32, exactly */
+		for (int64_t i = 0; i < n; i++)
+			same &= ((float *)out[0])[i] == bg[i] * ((float)mask[i] * (float)scale);
+		CHECK(same);
+		free(out[0]);
+	}
+	th_arg bad[2] = {th_make(AIR_F32, bg, 1, &n), th_make(AIR_F32, bg, 1, &n)};
+	air_attr attrs[1] = {th_float("scale", 2.0)};
+	th_expect_build_error("dropout_backward", bad, 2, attrs, 1, AIR_UNSUPPORTED, "db: float mask");
+	free(g), free(bg), free(mask);
+}
+
 int main(void)
 {
+	test_activation_backward();
+	test_dropout_backward();
 	test_layer_norm_backward();
 	test_layer_norm_backward_errors();
 	test_embedding_backward();

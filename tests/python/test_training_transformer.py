@@ -17,7 +17,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from _compile import compile_recording, fallbacks
+from _compile import compile_recording, fallbacks, kernel_steps
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
@@ -185,6 +185,8 @@ def test_activation_backward(name):
         m.lin.bias[1] = -1 / 3
     reports = _compare(m, [x])
     assert any(op in o for o in _backward_ops(reports)), _backward_ops(reports)
+    if op in ("gelu_backward", "silu_backward", "tanh_backward", "sigmoid_backward"):  # one pass each
+        assert "activation_backward" in [k for k, _, _ in kernel_steps(reports, "backward")]
 
 
 # ---- embedding ----------------------------------------------------------------------------
@@ -250,6 +252,8 @@ def test_dropout_statistics_and_gradient(p):
     assert _fallen(reports) == [], "\n".join(str(r) for r in reports)
     assert any("native_dropout" in op for r in reports if r.graph == "forward" for s in r.subgraphs if s.compiled
                for op in s.ops)
+    # the backward is one pass: g * (mask * scale)
+    assert [op for op, _, _ in kernel_steps(reports, "backward")] == ["dropout_backward"]
 
 
 def test_dropout_reproducible_under_manual_seed():

@@ -35,13 +35,13 @@ def _layer_norm_backward(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
     grad_bias as column sums. Outputs torch leaves None (no weight, no bias)
     are not offered."""
     g, x, shape, mean, rstd, w, b = n.args[:7]
-    _same_dtype_float(n, g, x)
-    inputs = [L.value(g), L.value(x), L.value(mean), L.value(rstd)]
+    _same_dtype_float(n, g, x, *([w] if w is not None else []))
+    inputs = [L.value(g), L.value(x), L.value(mean), L.value(rstd)] + ([L.value(w)] if w is not None else [])
+    # mean and rstd of a 16-bit x are f32 in torch; everything computes in x's (widened) dtype
     dt = L.dtype_of(inputs[1])
     inputs = [v if L.dtype_of(v) == dt else L.node("cast", [v], {"dtype": dt}) for v in inputs]
-    if w is not None:
-        inputs.append(L.cast(L.value(w), meta(w).dtype))
-    gx, gw, gb = L.node("layer_norm_backward", inputs, {"normalized_ndim": len(shape), "has_weight": int(w is not None)})
+    attrs = {"normalized_ndim": len(shape), "has_weight": int(w is not None)}
+    gx, gw, gb = L.node("layer_norm_backward", inputs, attrs)
     return gx, gw if w is not None else None, gb if b is not None else None
 
 
@@ -65,6 +65,19 @@ def _softmax_backward(L: Lowerer, n: Node) -> Value:
 
 # ---- activations ------------------------------------------------------------
 
+# activation_backward's kinds (src/kernels/elementwise/act_backward.h)
+_KA_GELU, _KA_GELU_TANH, _KA_SILU, _KA_TANH, _KA_SIGMOID = range(5)
+
+
+def _one_pass(L: Lowerer, g: Node, t: Node, kind: int) -> Value | None:
+    """The gradient as one activation_backward node (one pass over memory), when g
+    and t have one shape; None where torch would broadcast (then the caller
+    composes elementwise ops)."""
+    if tuple(meta(g).shape) != tuple(meta(t).shape):
+        return None
+    return L.node("activation_backward", [L.value(g), L.value(t)], {"kind": kind})
+
+
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_KAPPA = 0.044715
@@ -78,6 +91,10 @@ def _gelu_backward(L: Lowerer, n: Node) -> Value:
     g, x = n.args[:2]
     approx = arg(n, 2, "approximate", "none")
     dt = _same_dtype_float(n, g, x)
+    if approx in ("none", "tanh"):
+        v = _one_pass(L, g, x, _KA_GELU if approx == "none" else _KA_GELU_TANH)
+        if v is not None:
+            return v
     gv, xv = L.value(g), L.value(x)
 
     def c(v: float) -> Value:
@@ -112,6 +129,9 @@ def _silu_backward(L: Lowerer, n: Node) -> Value:
     """g * s * (1 + x * (1 - s)), s = sigmoid(x)."""
     g, x = n.args[:2]
     dt = _same_dtype_float(n, g, x)
+    v = _one_pass(L, g, x, _KA_SILU)
+    if v is not None:
+        return v
     gv, xv = L.value(g), L.value(x)
     s = L.node("sigmoid", [xv])
     one = L.scalar(1.0, dt)
@@ -124,6 +144,9 @@ def _tanh_backward(L: Lowerer, n: Node) -> Value:
     """g * (1 - y^2), y the forward's output."""
     g, y = n.args[:2]
     dt = _same_dtype_float(n, g, y)
+    v = _one_pass(L, g, y, _KA_TANH)
+    if v is not None:
+        return v
     yv = L.value(y)
     return L.node("mul", [L.value(g), L.node("sub", [L.scalar(1.0, dt), L.node("mul", [yv, yv])])])
 
@@ -133,6 +156,9 @@ def _sigmoid_backward(L: Lowerer, n: Node) -> Value:
     """g * (1 - y) * y, y the forward's output."""
     g, y = n.args[:2]
     dt = _same_dtype_float(n, g, y)
+    v = _one_pass(L, g, y, _KA_SIGMOID)
+    if v is not None:
+        return v
     yv = L.value(y)
     return L.node("mul", [L.node("mul", [L.value(g), L.node("sub", [L.scalar(1.0, dt), yv])]), yv])
 
@@ -149,8 +175,9 @@ def _hardtanh_backward(L: Lowerer, n: Node) -> Value:
     if not all(isinstance(v, (int, float)) for v in (lo, hi)):
         raise Unsupported("hardtanh_backward with tensor bounds")
     xv = L.value(x)
-    out = L.node("logical_or", [L.node("le", [xv, L.scalar(float(lo), dt)]), L.node("ge", [xv, L.scalar(float(hi), dt)])])
-    return _zero_where(L, out, L.value(g), dt)
+    below = L.node("le", [xv, L.scalar(float(lo), dt)])
+    above = L.node("ge", [xv, L.scalar(float(hi), dt)])
+    return _zero_where(L, L.node("logical_or", [below, above]), L.value(g), dt)
 
 
 @lowers(aten.threshold_backward.default)
@@ -220,10 +247,13 @@ def _native_dropout(L: Lowerer, n: Node) -> tuple[Value, Value]:
 
 @lowers(aten.native_dropout_backward.default)
 def _native_dropout_backward(L: Lowerer, n: Node) -> Value:
-    """g * (mask * scale), as torch computes it."""
+    """g * (mask * scale), as torch computes it: one dropout_backward node for a bool
+    mask of g's shape, else the elementwise ops."""
     g, mask, scale = n.args[:3]
     dt = _same_dtype_float(n, g)
     if not isinstance(scale, (int, float)):
         raise Unsupported("dropout backward with a tensor scale")
+    if meta(mask).dtype == torch.bool and tuple(meta(mask).shape) == tuple(meta(g).shape):
+        return L.node("dropout_backward", [L.value(g), L.value(mask)], {"scale": float(scale)})
     m = L.cast(L.value(mask), dt)
     return L.node("mul", [L.value(g), L.node("mul", [m, L.scalar(float(scale), dt)])])
