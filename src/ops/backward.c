@@ -1,12 +1,14 @@
 /* backward.c - op table entries of the training ops that have no forward
  * counterpart in the table: layer_norm_backward, embedding_backward (the
  * dense weight gradient of an embedding lookup), dropout (random, seeded
- * per call through an input), and the one-pass gradients of activations
- * and dropout (activation_backward, dropout_backward). */
+ * per call through an input), and the one-pass gradients of softmax and
+ * log_softmax (softmax_backward), activations and dropout
+ * (activation_backward, dropout_backward). */
 #include "core/error.h"
 #include "kernels/elementwise/act_backward.h"
 #include "kernels/elementwise/dropout.h"
 #include "kernels/norm/layer_norm_backward.h"
+#include "kernels/norm/softmax_backward.h"
 #include "kernels/shape/embedding_backward.h"
 #include "ops/op.h"
 
@@ -144,6 +146,26 @@ static air_status infer_dropout_backward(op_infer_ctx *c)
 	return AIR_OK;
 }
 
+/* softmax_backward(g, y) along axis; log: y is log_softmax's output */
+static air_status infer_softmax_backward(op_infer_ctx *c)
+{
+	if (!is_float(c->in[0]->dtype))
+		return op_fail(c, AIR_UNSUPPORTED, "takes f32 or f64, not %s", air_dtype_name(c->in[0]->dtype));
+	AIR_TRY(op_same_dtype(c, 0, 1));
+	AIR_TRY(same_shape(c));
+	int a;
+	AIR_TRY(op_axis(c, op_attr(c, 0)->i, c->in[0]->rank ? c->in[0]->rank : 1, &a));
+	int64_t log = op_attr(c, 1)->i;
+	if (log != 0 && log != 1)
+		return op_fail(c, AIR_INVALID_ARGUMENT, "log must be 0 or 1, got %lld", (long long)log);
+	c->out[0] = *c->in[0];
+	return AIR_OK;
+}
+
+static const op_attr_spec softmax_backward_attrs[] = {
+	{"axis", OPA_INT, true, 0, 0},
+	{"log", OPA_INT, false, 0, 0},
+};
 static const op_attr_spec activation_backward_attrs[] = {{"kind", OPA_INT, true, 0, 0}};
 static const op_attr_spec dropout_backward_attrs[] = {{"scale", OPA_FLOAT, true, 0, 0}};
 static const op_attr_spec layer_norm_backward_attrs[] = {
@@ -170,3 +192,5 @@ const op_def op_def_activation_backward = {"activation_backward", 2, 2, 1, activ
 					   infer_activation_backward, KREF(activation_backward), 0};
 const op_def op_def_dropout_backward = {"dropout_backward", 2, 2, 1, dropout_backward_attrs, 1,
 					infer_dropout_backward, KREF(dropout_backward), 0};
+const op_def op_def_softmax_backward = {"softmax_backward", 2, 2, 1, softmax_backward_attrs, 2,
+					infer_softmax_backward, KREF(softmax_backward), 0};

@@ -20,10 +20,10 @@ OP(conv2d_nhwc) OP(max_pool2d_nhwc) OP(avg_pool2d_nhwc) OP(adaptive_avg_pool2d_n
 /* shape and data movement: ops/shape.c */
 OP(reshape) OP(copy) OP(permute) OP(expand) OP(slice) OP(cat)
 
-/* reductions and normalization: ops/reduce.c (layer_norm_backward: ops/backward.c) */
+/* reductions and normalization: ops/reduce.c (layer_norm_backward, softmax_backward: ops/backward.c) */
 OP(sum) OP(mean) OP(amax) OP(amin) OP(prod) OP(argmax) OP(cumsum) OP(softmax) OP(log_softmax)
 OP(layer_norm) OP(rms_norm)
-OP(layer_norm_backward)
+OP(layer_norm_backward) OP(softmax_backward)
 
 /* matrix products, convolution, pooling, attention: ops/linalg.c, ops/conv.c */
 OP(mm) OP(bmm) OP(addmm) OP(linear) OP(sdpa)

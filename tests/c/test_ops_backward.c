@@ -5,7 +5,8 @@
  * the generator against published Philox-4x32-10 answers, p = 0 exact, p = 1
  * all zero, the keep fraction within a binomial bound, scale, the same
  * mask for the same seed and any thread count, another for another seed or
- * stream. activation_backward (each kind) and dropout_backward against the
+ * stream. softmax_backward (softmax and log_softmax, last and inner axes),
+ * activation_backward (each kind) and dropout_backward against the
  * formulas in double. */
 #include <math.h>
 #include <stdbool.h>
@@ -403,6 +404,79 @@ static void test_dropout(void)
 	free(xv), free(x);
 }
 
+/* ---- softmax_backward ----------------------------------------------------- */
+
+/* log of a double (the parameter named log shadows the function below) */
+static double logf_or_log(double v)
+{
+	return log(v);
+}
+
+/* x [a, len, b] with the axis in the middle (b = 1: the last axis) */
+static void check_sb(air_dtype dt, int64_t a, int64_t len, int64_t b, int log, uint32_t flags)
+{
+	int64_t n = a * len * b;
+	double *g = th_values(n, dt), *x = th_values(n, dt), *y = malloc(sizeof(double) * (size_t)(n ? n : 1));
+	double *want = malloc(sizeof(double) * (size_t)(n ? n : 1)), *mag = malloc(sizeof(double) * (size_t)(n ? n : 1));
+	for (int64_t o = 0; o < a; o++)
+		for (int64_t in = 0; in < b; in++) {
+			/* y: a real (log_)softmax of 4x along the line, rounded to dt */
+			double mx = -INFINITY, se = 0;
+			for (int64_t i = 0; i < len; i++)
+				mx = fmax(mx, 4 * x[(o * len + i) * b + in]);
+			for (int64_t i = 0; i < len; i++)
+				se += exp(4 * x[(o * len + i) * b + in] - mx);
+			double s = 0, sa = 0, log_se = logf_or_log(se);
+			for (int64_t i = 0; i < len; i++) {
+				int64_t k = (o * len + i) * b + in;
+				double v = log ? 4 * x[k] - mx - log_se : exp(4 * x[k] - mx) / se;
+				y[k] = dt == AIR_F32 ? (double)(float)v : v;
+				s += log ? g[k] : g[k] * y[k];
+				sa += log ? fabs(g[k]) : fabs(g[k] * y[k]);
+			}
+			for (int64_t i = 0; i < len; i++) {
+				int64_t k = (o * len + i) * b + in;
+				want[k] = log ? g[k] - exp(y[k]) * s : y[k] * (g[k] - s);
+				mag[k] = log ? fabs(g[k]) + exp(y[k]) * sa : fabs(y[k]) * (fabs(g[k]) + sa);
+			}
+		}
+	void *bg = th_as(g, n, dt), *by = th_as(y, n, dt);
+	int64_t dims[3] = {a, len, b};
+	int rank = b == 1 ? 2 : 3; /* b = 1: [a, len], the axis last */
+	th_arg args[2] = {th_make(dt, bg, rank, dims), th_make(dt, by, rank, dims)};
+	air_attr attrs[2] = {th_int("axis", b == 1 ? -1 : 1), th_int("log", log)};
+	void *out[1];
+	air_status st = run_op("softmax_backward", args, 2, attrs, 2, 1, flags, 0, out);
+	CHECK_OK(st);
+	if (st == AIR_OK) {
+		char label[96];
+		snprintf(label, sizeof label, "softmax_backward %s [%lld %lld %lld] log %d flags %u", air_dtype_name(dt),
+			 (long long)a, (long long)len, (long long)b, log, flags);
+		th_compare(label, dt, out[0], want, mag, n, dt == AIR_F32 ? 4e-6 : 1e-14, 0);
+	}
+	free(out[0]), free(g), free(x), free(y), free(want), free(mag), free(bg), free(by);
+}
+
+static void test_softmax_backward(void)
+{
+	static const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 1}, {7, 33, 1}, {4, 256, 1}, {2, 1031, 1},
+					    {600, 128, 1}, {3, 7, 5}, {2, 1, 9}, {4, 17, 33}};
+	for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
+		for (int log = 0; log < 2; log++) {
+			check_sb(AIR_F32, shapes[k][0], shapes[k][1], shapes[k][2], log, 0);
+			check_sb(AIR_F32, shapes[k][0], shapes[k][1], shapes[k][2], log, AIR_COMPILE_REFERENCE_KERNELS);
+			check_sb(AIR_F64, shapes[k][0], shapes[k][1], shapes[k][2], log, 0);
+		}
+	float buf[8] = {0};
+	int64_t d1[1] = {8}, d2[1] = {7};
+	th_arg args[2] = {th_make(AIR_F32, buf, 1, d1), th_make(AIR_F32, buf, 1, d2)};
+	air_attr attrs[2] = {th_int("axis", 0), th_int("log", 0)};
+	th_expect_build_error("softmax_backward", args, 2, attrs, 2, AIR_SHAPE_MISMATCH, "sb: shapes");
+	args[1] = th_make(AIR_F32, buf, 1, d1);
+	attrs[0] = th_int("axis", 1);
+	th_expect_build_error("softmax_backward", args, 2, attrs, 2, AIR_INVALID_ARGUMENT, "sb: axis");
+}
+
 /* ---- activation_backward, dropout_backward -------------------------------- */
 
 static double act_want(int kind, double g, double t, double *mag)
@@ -513,6 +587,7 @@ static void test_dropout_backward(void)
 
 int main(void)
 {
+	test_softmax_backward();
 	test_activation_backward();
 	test_dropout_backward();
 	test_layer_norm_backward();

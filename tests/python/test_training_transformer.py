@@ -145,6 +145,10 @@ def test_softmax_backward(log, dim):
     reports = _compare(Softmax(dim, log), [x])
     want = "_log_softmax_backward_data" if log else "_softmax_backward_data"
     assert any(want in op for op in _backward_ops(reports))
+    steps = kernel_steps(reports, "backward")
+    assert "softmax_backward" in [op for op, _, _ in steps]  # one row kernel, any dim
+    if dim == -1 and torch.backends.cpu.get_cpu_capability() != "DEFAULT":
+        assert "softmax_backward_rows_avx2" in [k for _, k, _ in steps], steps
 
 
 # ---- activations ----------------------------------------------------------------------

@@ -47,16 +47,20 @@ def _layer_norm_backward(L: Lowerer, n: Node) -> tuple[Value | None, ...]:
 
 @lowers(aten._softmax_backward_data.default, aten._log_softmax_backward_data.default)
 def _softmax_backward(L: Lowerer, n: Node) -> Value:
-    """softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g), sums over dim
-    kept for the broadcast (torch's CPU kernels' formulas)."""
+    """softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g) (torch's CPU
+    kernels' formulas): one softmax_backward node (a row kernel over the last dim),
+    or the elementwise ops and a sum where g and y would broadcast."""
     g, y, dim, input_dtype = n.args[:4]
     dt = _same_dtype_float(n, g, y)
     if input_dtype != dt:
         raise Unsupported("softmax backward to another dtype")
-    gv, yv = L.value(g), L.value(y)
     axis = norm_axis(dim, out_val(n).dim())
+    log = n.target == aten._log_softmax_backward_data.default
+    if tuple(meta(g).shape) == tuple(meta(y).shape):  # one row kernel
+        return L.node("softmax_backward", [L.value(g), L.value(y)], {"axis": axis, "log": int(log)})
+    gv, yv = L.value(g), L.value(y)
     red = {"axes": [axis], "keepdim": 1}
-    if n.target == aten._softmax_backward_data.default:
+    if not log:
         s = L.node("sum", [L.node("mul", [gv, yv])], red)
         return L.node("mul", [yv, L.node("sub", [gv, s])])
     s = L.node("sum", [gv], red)
