@@ -5,7 +5,9 @@
  * (built with its dynamic cost model: CMakeLists.txt). One pass over g, t
  * and the output instead of the seven to nine of the op-by-op formula. */
 #include "core/error.h"
+#include "kernels/common/cpu.h"
 #include "kernels/elementwise/act_backward.h"
+#include "kernels/elementwise/dropout.h"
 #include "kernels/vmath/vmath.h"
 
 enum { AB_TILE = 256 };
@@ -81,6 +83,12 @@ static void mask_task(void *arg, int64_t c, int thread)
 	const uint8_t *restrict m = j->mask;
 	float *restrict y = j->y;
 	float s = j->scale;
+#ifdef AIR_HAVE_X86
+	if (kcpu_features() & KCPU_AVX2) {
+		kd_masked_scale_avx2(g + i0, m + i0, y + i0, i1 - i0, s);
+		return;
+	}
+#endif
 	for (int64_t i = i0; i < i1; i++)
 		y[i] = g[i] * ((float)m[i] * s);
 }

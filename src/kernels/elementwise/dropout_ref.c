@@ -1,5 +1,8 @@
 /* dropout_ref.c - the generator and per-range arithmetic of dropout, and the
- * reference kernel (every element on the calling thread). Keep decision:
+ * reference kernel (every element on the calling thread). Element i of a
+ * group of 32 (g = i / 32) takes word (i / 8) % 4 of counter 8g + i % 8, so
+ * that eight counters' same word are eight consecutive elements (one AVX2
+ * vector: dropout.avx2.c). Keep decision:
  * the top 24 bits of the generator's word for the element, as u in [0, 1)
  * in steps of 2^-24, keep when u < 1 - p (so p = 0 keeps all, p = 1 none).
  * y = (x * keep) * scale with scale = 1/(1-p) rounded to x's dtype (0 when
@@ -45,30 +48,40 @@ air_status kd_check(const k_call *call)
 	return AIR_OK;
 }
 
+void kd_params(const k_call *call, uint32_t key[2], uint32_t *limit, double *scale)
+{
+	double q = 1.0 - call->attrs[0].f;
+	uint64_t seed = (uint64_t)*(const int64_t *)call->in[1].data;
+	key[0] = (uint32_t)seed;
+	key[1] = (uint32_t)(seed >> 32);
+	/* keep when the 24-bit draw v satisfies v * 2^-24 < q */
+	*limit = q >= 1.0 ? (1u << 24) : (uint32_t)ceil(q * 16777216.0);
+	*scale = q > 0 ? 1.0 / q : 0.0;
+}
+
 void kd_dropout_range(const k_call *call, int64_t i0, int64_t i1)
 {
-	double p = call->attrs[0].f;
-	uint64_t seed = (uint64_t)*(const int64_t *)call->in[1].data;
+	uint32_t key[2], limit;
+	double scale;
+	kd_params(call, key, &limit, &scale);
 	uint64_t stream = (uint64_t)call->attrs[1].i;
-	uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-	/* keep when the 24-bit draw v satisfies v * 2^-24 < 1 - p */
-	double q = 1.0 - p;
-	uint32_t limit = q >= 1.0 ? (1u << 24) : (uint32_t)ceil(q * 16777216.0);
-	double scale = q > 0 ? 1.0 / q : 0.0;
 	uint8_t *mask = call->out[1].data;
 	bool f32 = call->in[0].dtype == AIR_F32;
 	float sf = (float)scale;
-	uint32_t word[4];
-	int64_t have = -1; /* the counter whose words are in word[] */
+	uint32_t word[8][4];
+	int64_t have = -1; /* the group whose words are in word[] */
 	for (int64_t i = i0; i < i1; i++) {
-		int64_t block = i >> 2;
-		if (block != have) {
-			uint32_t ctr[4] = {(uint32_t)block, (uint32_t)((uint64_t)block >> 32), (uint32_t)stream,
-					   (uint32_t)(stream >> 32)};
-			kd_philox(ctr, key, word);
-			have = block;
+		int64_t group = i >> 5;
+		if (group != have) {
+			for (int l = 0; l < 8; l++) {
+				uint64_t ctr64 = (uint64_t)group * 8 + (uint64_t)l;
+				uint32_t ctr[4] = {(uint32_t)ctr64, (uint32_t)(ctr64 >> 32), (uint32_t)stream,
+						   (uint32_t)(stream >> 32)};
+				kd_philox(ctr, key, word[l]);
+			}
+			have = group;
 		}
-		uint8_t keep = (word[i & 3] >> 8) < limit;
+		uint8_t keep = (word[i & 7][(i >> 3) & 3] >> 8) < limit;
 		mask[i] = keep;
 		if (f32)
 			((float *)call->out[0].data)[i] = (((const float *)call->in[0].data)[i] * (float)keep) * sf;
