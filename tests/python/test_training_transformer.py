@@ -287,6 +287,24 @@ def test_two_dropouts_in_one_graph_draw_different_masks():
     assert _fallen(reports) == []
 
 
+def test_dropout_with_dynamic_sizes():
+    # the seed goes in after the size inputs a symbolic batch may need
+    def f(x, w):
+        return F.dropout(x @ w, 0.5, training=True).sum(-1)
+
+    compiled, reports = compile_recording(f, dynamic=True)
+    w = torch.randn(8, 8, requires_grad=True)
+    for n in (5, 9, 13):
+        x = torch.ones(n, 8)
+        torch.manual_seed(3)
+        a = compiled(x, w)
+        torch.manual_seed(3)
+        b = compiled(x, w)
+        assert torch.equal(a, b)
+        a.sum().backward()
+    assert _fallen(reports) == []
+
+
 @pytest.mark.parametrize("p", [0.0, 1.0])
 def test_dropout_p0_identity_p1_zero(p):
     compiled, reports = compile_recording(Drop(p))
