@@ -210,6 +210,10 @@ def lower_subgraph(
         assert lowering is not None
         L.bind(n, lowering(L, n))
     assert out_node is not None
+    # a graph with dropout reads a seed, the last input (lowering/backward.py: seed_of)
+    seeded = getattr(L, "seed_value", None) is not None
+    if seeded:
+        in_dtypes.append(torch.int64)
     result = out_node.args[0]
     single = not isinstance(result, (tuple, list))
     results = [result] if single else list(result)
@@ -227,7 +231,8 @@ def lower_subgraph(
         autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
     )
     all_tensors = len(tensor_args) == len(placeholders)
-    air = AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args)
+    air = AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args,
+                      seeded)
     air.converted = list(L.converted)
     return air
 

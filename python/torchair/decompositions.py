@@ -58,6 +58,7 @@ KEEP_BACKWARD: tuple[OperatorBase, ...] = (
     aten.tanh_backward.default,
     aten.threshold_backward.default,
     aten.embedding_dense_backward.default,
+    aten.native_dropout_backward.default,
     aten.nll_loss_forward.default,
     aten.nll_loss_backward.default,
 )

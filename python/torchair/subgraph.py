@@ -156,7 +156,7 @@ class AirSubgraph:
     Arguments that are frozen (lowered as constants) or SymInts are dropped:
     tensor_args lists the positions passed to C. A SymInt that no tensor
     input has as a dim (size_args) goes in after them as the shape of an
-    empty [0, n] tensor, which binds its symbol."""
+    empty [0, n] tensor, which binds its symbol. A seeded graph takes a seed last."""
 
     def __init__(
         self,
@@ -166,6 +166,7 @@ class AirSubgraph:
         report: str,
         frozen: list[Node] | None = None,
         size_args: list[int] | None = None,
+        seeded: bool = False,
     ) -> None:
         self.model = model
         self.tensor_args = tensor_args
@@ -174,10 +175,17 @@ class AirSubgraph:
         self.air_report = report
         self.frozen = frozen or []  # the outer placeholders this subgraph holds as constants
         self.converted: list[int] = []  # see SubgraphReport.converted
+        # the graph draws random numbers (dropout): a fresh seed from torch's default
+        # generator goes in last on every call, so torch.manual_seed makes runs repeat.
+        # One draw a call whatever the graph holds; a new tensor each time, as the
+        # subgraph may run on several threads at once.
+        self.seeded = seeded
 
     def __call__(self, *args: Any) -> Any:
         if self.tensor_args is not None:
             sizes = [torch.empty((0, int(args[i]))) for i in self.size_args]
             args = tuple([args[i] for i in self.tensor_args] + sizes)
+        if self.seeded:
+            args = (*args, torch.empty((), dtype=torch.int64).random_())
         outs = self.model.run(args)
         return outs[0] if self.single else tuple(outs)

@@ -11,13 +11,17 @@
 #include "kernels/conv/conv_narrow.h"
 #include "kernels/conv/conv_nhwc.h"
 #include "kernels/conv/conv_patches.h"
+#include "kernels/elementwise/act_backward.h"
 #include "kernels/elementwise/cast_half.h"
+#include "kernels/elementwise/dropout.h"
 #include "kernels/elementwise/elementwise_fast.h"
 #include "kernels/elementwise/fused_fast.h"
 #include "kernels/matmul/linear_lowp.h"
 #include "kernels/matmul/linear_rows.h"
 #include "kernels/matmul/matmul_fast.h"
 #include "kernels/norm/bn_train.h"
+#include "kernels/norm/layer_norm_backward.h"
+#include "kernels/norm/softmax_backward.h"
 #include "kernels/norm/rowops_fast.h"
 #include "kernels/pool/pool_nchw.h"
 #include "kernels/reduce/reduce_fast.h"
@@ -61,6 +65,15 @@ static const k_kernel *const mul[] = {&kfast_mul_lanes, NULL};
 static const k_kernel *const div_[] = {&kfast_div_lanes, NULL};
 static const k_kernel *const sum[] = {&kfast_sum_columns, NULL};
 static const k_kernel *const cast[] = {&kfast_cast_half, &kfast_cast_bytes_f32, NULL};
+static const k_kernel *const layer_norm_backward[] = {&kfast_layer_norm_backward_rows, NULL};
+static const k_kernel *const dropout[] = {&kfast_dropout, NULL};
+#ifdef AIR_HAVE_X86
+static const k_kernel *const softmax_backward[] = {&kfast_softmax_backward_avx2, NULL};
+#else
+static const k_kernel *const softmax_backward[] = {NULL};
+#endif
+static const k_kernel *const activation_backward[] = {&kfast_activation_backward, NULL};
+static const k_kernel *const dropout_backward[] = {&kfast_dropout_backward, NULL};
 #define VMATH_LIST_(name) static const k_kernel *const vmath_##name[] = {&kfast_##name##_vmath, NULL};
 KFAST_VMATH_OPS(VMATH_LIST_)
 #undef VMATH_LIST_
@@ -106,6 +119,11 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_sub: return sub;
 	case OP_mul: return mul;
 	case OP_div: return div_;
+	case OP_layer_norm_backward: return layer_norm_backward;
+	case OP_dropout: return dropout;
+	case OP_softmax_backward: return softmax_backward;
+	case OP_activation_backward: return activation_backward;
+	case OP_dropout_backward: return dropout_backward;
 #define VMATH_CASE_(name) \
 	case OP_##name: return vmath_##name;
 	KFAST_VMATH_OPS(VMATH_CASE_)

@@ -2,7 +2,7 @@
  * the op id order. Each op's op_def is defined as op_def_<name> in its
  * family file (ops/<family>.c). Keep the families in their sections. */
 
-/* elementwise: ops/elementwise.c */
+/* elementwise: ops/elementwise.c (activation_backward, dropout_backward: ops/backward.c) */
 OP(neg) OP(abs) OP(exp) OP(log) OP(log1p) OP(expm1) OP(sqrt) OP(rsqrt) OP(sin) OP(cos)
 OP(tanh) OP(sigmoid) OP(erf) OP(relu) OP(gelu) OP(gelu_tanh) OP(silu) OP(hardswish)
 OP(hardsigmoid) OP(reciprocal) OP(floor) OP(ceil) OP(round) OP(trunc) OP(sign)
@@ -11,6 +11,7 @@ OP(add) OP(sub) OP(mul) OP(div) OP(floor_divide) OP(remainder) OP(fmod) OP(pow) 
 OP(eq) OP(ne) OP(lt) OP(le) OP(gt) OP(ge) OP(logical_and) OP(logical_or) OP(logical_xor)
 OP(bitwise_and) OP(bitwise_or) OP(bitwise_xor)
 OP(where) OP(cast)
+OP(activation_backward) OP(dropout_backward)
 
 /* created by passes only: ops/fused.c, ops/conv_nhwc.c (layout pass) */
 OP(fused_elementwise) OP(rope)
@@ -19,9 +20,10 @@ OP(conv2d_nhwc) OP(max_pool2d_nhwc) OP(avg_pool2d_nhwc) OP(adaptive_avg_pool2d_n
 /* shape and data movement: ops/shape.c */
 OP(reshape) OP(copy) OP(permute) OP(expand) OP(slice) OP(cat)
 
-/* reductions and normalization: ops/reduce.c */
+/* reductions and normalization: ops/reduce.c (layer_norm_backward, softmax_backward: ops/backward.c) */
 OP(sum) OP(mean) OP(amax) OP(amin) OP(prod) OP(argmax) OP(cumsum) OP(softmax) OP(log_softmax)
 OP(layer_norm) OP(rms_norm)
+OP(layer_norm_backward) OP(softmax_backward)
 /* training batch norm and relu's backward: ops/norm_train.c */
 OP(batch_norm_train) OP(batch_norm_backward) OP(threshold_backward)
 
@@ -33,5 +35,6 @@ OP(conv2d) OP(batch_norm) OP(max_pool2d) OP(avg_pool2d) OP(adaptive_avg_pool2d) 
 OP(conv2d_backward_input) OP(conv2d_backward_weight) /* ops/conv_backward.c */
 OP(max_pool2d_indices) OP(max_pool2d_backward) /* ops/pool_backward.c */
 
-/* indexing and creation: ops/index.c */
+/* indexing and creation: ops/index.c (embedding_backward, dropout: ops/backward.c) */
 OP(arange) OP(full) OP(embedding) OP(gather) OP(index) OP(index_select)
+OP(embedding_backward) OP(dropout)
