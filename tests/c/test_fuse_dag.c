@@ -5,8 +5,9 @@
  * transcendental ops, and a value read by an outside node before the group
  * ends (which must not be fused across). Each graph is compiled fused (fast
  * kernel of the ISA AIR_ISA picks), fused with reference kernels, and
- * unfused; all three must agree, on odd lengths around the tile and the
- * thread grain. */
+ * unfused with fast and with reference kernels (the threaded sqrt and where
+ * of sqrt_where_fast.c among the fast ones); all must agree, on odd lengths
+ * around the tile and the thread grain. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -214,7 +215,8 @@ static void test_case(const tcase *tc, int64_t n)
 	int n_out = tc->build(g, tc->mask ? (air_value[]){in[0], in[1], in[2]} : in, out);
 	CHECK_OK(air_graph_set_outputs(g, out, n_out));
 	air_model *fast = compile(g, 0), *ref = compile(g, AIR_COMPILE_REFERENCE_KERNELS),
-		  *plain = compile(g, AIR_COMPILE_NO_FUSION | AIR_COMPILE_REFERENCE_KERNELS);
+		  *plain = compile(g, AIR_COMPILE_NO_FUSION | AIR_COMPILE_REFERENCE_KERNELS),
+		  *unfused = compile(g, AIR_COMPILE_NO_FUSION);
 	const char *rf = air_model_report(fast);
 	CHECK(count_steps(rf) == tc->steps);
 	CHECK(strstr(rf, "fused_dag (") != NULL);
@@ -222,8 +224,15 @@ static void test_case(const tcase *tc, int64_t n)
 	const char *isa = getenv("AIR_ISA");
 	if (isa && !strcmp(isa, "scalar"))
 		CHECK(strstr(rf, "fused_dag_tiles") != NULL);
-	float *a[MAX_IO], *b[MAX_IO], *c[MAX_IO];
+	/* unfused, sqrt and where run their threaded kernels */
+	const char *ru = air_model_report(unfused);
+	if (tc->build == build_adamw)
+		CHECK(strstr(ru, "sqrt_lanes") != NULL);
+	if (tc->build == build_select || tc->build == build_mask)
+		CHECK(strstr(ru, "where_lanes") != NULL && strstr(ru, "where_ref") == NULL);
+	float *a[MAX_IO], *b[MAX_IO], *c[MAX_IO], *u[MAX_IO];
 	for (int o = 0; o < n_out; o++) {
+		u[o] = malloc(sizeof(float) * (size_t)n);
 		a[o] = malloc(sizeof(float) * (size_t)n);
 		b[o] = malloc(sizeof(float) * (size_t)n);
 		c[o] = malloc(sizeof(float) * (size_t)n);
@@ -231,9 +240,11 @@ static void test_case(const tcase *tc, int64_t n)
 	run(fast, tc, n, data, a, n_out);
 	run(ref, tc, n, data, b, n_out);
 	run(plain, tc, n, data, c, n_out);
+	run(unfused, tc, n, data, u, n_out);
 	for (int o = 0; o < n_out; o++) {
-		int64_t bad_fast = 0, bad_ref = 0, first = -1;
+		int64_t bad_fast = 0, bad_ref = 0, bad_unfused = 0, first = -1;
 		for (int64_t j = 0; j < n; j++) {
+			bad_unfused += !close_to(u[o][j], c[o][j], tc->tol);
 			if (!close_to(a[o][j], b[o][j], tc->tol) && bad_fast++ == 0)
 				first = j;
 			bad_ref += !close_to(b[o][j], c[o][j], 0.0f);
@@ -245,13 +256,15 @@ static void test_case(const tcase *tc, int64_t n)
 				(long long)bad_ref);
 		CHECK(bad_fast == 0);
 		CHECK(bad_ref == 0);
-		free(a[o]), free(b[o]), free(c[o]);
+		CHECK(bad_unfused == 0); /* the unfused fast kernels, as the reference */
+		free(a[o]), free(b[o]), free(c[o]), free(u[o]);
 	}
 	for (int i = 0; i < k; i++)
 		free(data[i]);
 	air_model_destroy(fast);
 	air_model_destroy(ref);
 	air_model_destroy(plain);
+	air_model_destroy(unfused);
 	air_graph_destroy(g);
 }
 
