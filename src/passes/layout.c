@@ -248,7 +248,9 @@ static int classify(const air_graph *g, const ir_node *n)
 		return K_CAT;
 	default: break;
 	}
-	if (!(op_get(n->op)->flags & OPF_ELEMENTWISE) || n->n_in < 1)
+	/* a fused_dag of one output is elementwise too (passes/fuse_dag.c:
+	 * inputs of its shape or of one element), so it stays in a region */
+	if ((!(op_get(n->op)->flags & OPF_ELEMENTWISE) && n->op != OP_fused_dag) || n->n_in < 1)
 		return K_OTHER;
 	/* broadcasting commutes with permuting every operand the same way, so
 	 * operands need the output's rank, not its shape */
