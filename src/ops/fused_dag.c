@@ -8,7 +8,8 @@
 #include "ops/op.h"
 
 /* Input 0 is f32 and has the group's shape; every other input is f32 or
- * bool, of that shape or of one element of no higher rank (broadcast). */
+ * bool, of that shape or repeating over its leading dims (after leading
+ * 1s, its dims are input 0's trailing ones: a scalar, a [C] bias). */
 static air_status infer_fused_dag(op_infer_ctx *c)
 {
 	const ir_value *x = c->in[0];
@@ -19,13 +20,19 @@ static air_status infer_fused_dag(op_infer_ctx *c)
 		if (t->dtype != AIR_F32 && t->dtype != AIR_BOOL)
 			return op_fail(c, AIR_UNSUPPORTED, "input %d must be f32 or bool, not %s", i,
 				       air_dtype_name(t->dtype));
-		bool same = t->rank == x->rank, one = t->rank <= x->rank;
+		/* periodic: after its leading 1s, input 0's trailing dims */
+		bool same = t->rank == x->rank, periodic = t->rank <= x->rank;
+		int k = 0;
+		while (k < t->rank && t->dims[k] == 1)
+			k++;
 		for (int d = 0; d < t->rank; d++) {
 			same = same && ir_dim_equal(c->g, t->dims[d], x->dims[d]);
-			one = one && t->dims[d] == 1;
+			if (d >= k && periodic)
+				periodic = ir_dim_equal(c->g, t->dims[d], x->dims[d + x->rank - t->rank]);
 		}
-		if (!same && !one)
-			return op_fail(c, AIR_SHAPE_MISMATCH, "input %d has neither input 0's shape nor one element", i);
+		if (!same && !periodic)
+			return op_fail(c, AIR_SHAPE_MISMATCH,
+				       "input %d neither has input 0's shape nor repeats over its leading dims", i);
 	}
 	const ir_attr *prog = op_attr(c, 0), *outs = op_attr(c, 1);
 	if (outs->n != c->n_out || !kd_program_ok(prog->ints, prog->n, outs->ints, outs->n, c->n_in))

@@ -12,8 +12,9 @@
  * groups that fit the limits. The fused node takes the place of the
  * group's last node, so a group is valid only when no node outside it
  * reads one of its values before that place (which also rules out a cycle
- * through outside nodes). Operands of one element are broadcast (f32
- * constants become immediates). Runs after pass_fuse_elementwise, whose
+ * through outside nodes). Operands of one element, or repeating over the
+ * leading dims ([C] against [N, C]), are broadcast; f32 constants of one
+ * element become immediates. Runs after pass_fuse_elementwise, whose
  * chains it takes in whole. Requires: node order is execution order. */
 #include <stdlib.h>
 #include <string.h>
@@ -111,13 +112,18 @@ static bool same_dims(const ir_value *a, const ir_value *b)
 	return true;
 }
 
-/* one element, broadcast against a value of rank `rank` */
-static bool one_element(const ir_value *x, int rank)
+/* x repeats over out's leading dims: after its leading 1s, x's dims are
+ * out's trailing ones, so element i of x is x[i % numel(x)] (one element
+ * is the case of no dims left: a scalar; [C] against [N, C] a bias) */
+static bool periodic(const ir_value *x, const ir_value *out)
 {
-	if (x->rank > rank)
+	if (x->rank > out->rank)
 		return false;
-	for (int d = 0; d < x->rank; d++)
-		if (x->dims[d] != 1)
+	int k = 0;
+	while (k < x->rank && x->dims[k] == 1)
+		k++;
+	for (int d = k; d < x->rank; d++)
+		if (x->dims[d] != out->dims[d + out->rank - x->rank])
 			return false;
 	return true;
 }
@@ -125,7 +131,7 @@ static bool one_element(const ir_value *x, int rank)
 static bool operand_ok(const air_graph *g, air_value v, const ir_value *out, air_dtype dt)
 {
 	const ir_value *x = &g->values[v];
-	return x->dtype == dt && (same_dims(x, out) || one_element(x, out->rank));
+	return x->dtype == dt && (same_dims(x, out) || periodic(x, out));
 }
 
 static bool node_fusible(const air_graph *g, const ir_node *n)

@@ -2,6 +2,7 @@
  * (passes/fuse_dag.c, op fused_dag): an AdamW-like update (four tensors and
  * a one-element learning rate in, three results out), comparisons feeding
  * where, maximum/minimum/pow of two tensors, a bool input, scalar constants,
+ * inputs and constants repeating over leading dims ([C] against [R, C]),
  * transcendental ops, and a value read by an outside node before the group
  * ends (which must not be fused across). Each graph is compiled fused (fast
  * kernel of the ISA AIR_ISA picks), fused with reference kernels, and
@@ -268,11 +269,76 @@ static void test_case(const tcase *tc, int64_t n)
 	air_graph_destroy(g);
 }
 
+/* inputs repeating over the output's leading dims: a [C] input and a [C]
+ * constant against [R, C] (and [1, C] against [B, R, C]), two outputs */
+static void test_broadcast(int rank3, int64_t R, int64_t C)
+{
+	air_graph *g;
+	CHECK_OK(air_graph_create(&g));
+	int64_t B = rank3 ? 3 : 1, n = B * R * C;
+	air_dim xd[3] = {B, R, C}, wd[2] = {1, C};
+	air_value x, w, out[2];
+	CHECK_OK(air_graph_add_input(g, "x", AIR_F32, rank3 ? 3 : 2, rank3 ? xd : xd + 1, &x));
+	CHECK_OK(air_graph_add_input(g, "w", AIR_F32, rank3 ? 2 : 1, rank3 ? wd : wd + 1, &w));
+	float *bias = malloc(sizeof(float) * (size_t)C);
+	for (int64_t j = 0; j < C; j++)
+		bias[j] = (float)j * 0.125f - 1.0f;
+	air_value b;
+	CHECK_OK(air_graph_add_constant(g, AIR_F32, 1, &C, bias, 0, &b));
+	air_value y = op(g, "sub", op1(g, "relu", op(g, "add", op(g, "mul", x, w), b)), op(g, "mul", x, scalar(g, 0.5f)));
+	out[0] = y;
+	out[1] = where(g, op(g, "gt", x, w), y, op(g, "div", w, b));
+	CHECK_OK(air_graph_set_outputs(g, out, 2));
+	float *xv = malloc(sizeof(float) * (size_t)n), *wv = malloc(sizeof(float) * (size_t)C);
+	for (int64_t j = 0; j < n; j++)
+		xv[j] = (float)((j * 7919) % 1001) / 250.0f - 2.0f;
+	for (int64_t j = 0; j < C; j++)
+		wv[j] = (float)((j * 31) % 17) / 8.0f - 1.0f;
+	air_model *m[4] = {compile(g, 0), compile(g, AIR_COMPILE_REFERENCE_KERNELS),
+			   compile(g, AIR_COMPILE_NO_FUSION | AIR_COMPILE_REFERENCE_KERNELS), compile(g, AIR_COMPILE_NO_FUSION)};
+	/* w / b is of shape [C]: a step of its own; the rest one fused_dag */
+	CHECK(count_steps(air_model_report(m[0])) == 2);
+	CHECK(strstr(air_model_report(m[0]), "fused_dag (") != NULL);
+	float *res[4][2];
+	for (int k = 0; k < 4; k++) {
+		air_session *s;
+		CHECK_OK(air_session_create(m[k], &s));
+		int64_t xs[3] = {B, R, C}, ws[2] = {1, C};
+		CHECK_OK(air_session_set_input(s, 0, xv, rank3 ? 3 : 2, rank3 ? xs : xs + 1));
+		CHECK_OK(air_session_set_input(s, 1, wv, rank3 ? 2 : 1, rank3 ? ws : ws + 1));
+		for (int o = 0; o < 2; o++) {
+			res[k][o] = malloc(sizeof(float) * (size_t)n);
+			CHECK_OK(air_session_set_output(s, o, res[k][o], sizeof(float) * (size_t)n));
+		}
+		CHECK_OK(air_session_run(s));
+		air_session_destroy(s);
+	}
+	for (int o = 0; o < 2; o++) {
+		int64_t bad = 0;
+		for (int k = 1; k < 4; k++)
+			for (int64_t j = 0; j < n; j++)
+				bad += !close_to(res[k][o][j], res[2][o][j], 0.0f) || !close_to(res[0][o][j], res[2][o][j], 0.0f);
+		if (bad)
+			fprintf(stderr, "broadcast rank3 %d [%lld, %lld] output %d: %lld differ\n", rank3, (long long)R,
+				(long long)C, o, (long long)bad);
+		CHECK(bad == 0);
+	}
+	for (int k = 0; k < 4; k++) {
+		free(res[k][0]), free(res[k][1]);
+		air_model_destroy(m[k]);
+	}
+	free(xv), free(wv), free(bias);
+	air_graph_destroy(g);
+}
+
 int main(void)
 {
 	const int64_t sizes[] = {1, 7, 255, 256, 257, 1000, 16385, 40001};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
 		for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
 			test_case(&cases[c], sizes[k]);
+	test_broadcast(0, 37, 19);
+	test_broadcast(0, 300, 67); /* past a thread's grain */
+	test_broadcast(1, 5, 300);  /* the period longer than a tile */
 	return check_report("test_fuse_dag");
 }

@@ -6,7 +6,7 @@
  *
  * Per tile of TILE elements: every register is a pointer to TILE floats; an
  * f32 input of full size points into the input itself, other inputs (one
- * element, or bool) are expanded into a slot, and each instruction writes a
+ * element, repeating over the output, or bool) are expanded into a slot, and each instruction writes a
  * slot it takes from a free list once the registers it read are dead. The
  * outputs are copied out after the whole tile's program, so an output may
  * share its buffer with any input (every input element i of this tile was
@@ -155,10 +155,27 @@ static void kd_task(void *p, int64_t t, int th)
 				continue;
 			}
 			float *d = slots[j->slot_of[k]];
-			if (x->dtype == AIR_BOOL && !(x->numel == 1 && j->n != 1)) {
-				const uint8_t *b = (const uint8_t *)x->data + s;
-				for (int i = 0; i < n; i++)
-					d[i] = b[i] ? 1.0f : 0.0f;
+			int64_t p = x->numel;
+			if (p == 1 && j->n != 1) {
+				/* filled once per task, above */
+			} else if (x->dtype == AIR_BOOL) {
+				const uint8_t *b = x->data;
+				int64_t off = s % p;
+				for (int i = 0; i < n; i++) {
+					d[i] = b[off] ? 1.0f : 0.0f;
+					off = off + 1 == p ? 0 : off + 1;
+				}
+			} else {
+				/* f32 repeating over the output: runs of the
+				 * period, from where this tile starts in it */
+				const float *f = x->data;
+				int64_t off = s % p;
+				for (int i = 0; i < n;) {
+					int m = (int)(p - off < n - i ? p - off : n - i);
+					memcpy(d + i, f + off, sizeof(float) * (size_t)m);
+					i += m;
+					off = 0;
+				}
 			}
 			reg[k] = d;
 		}

@@ -16,7 +16,11 @@ bool kd_fast_supports(const k_call *call)
 			return false;
 	for (int i = 0; i < call->n_in; i++) {
 		const k_tensor *x = &call->in[i];
-		if ((x->dtype != AIR_F32 && x->dtype != AIR_BOOL) || (x->numel != n && x->numel != 1))
+		if (x->dtype != AIR_F32 && x->dtype != AIR_BOOL)
+			return false;
+		/* of the output's size or repeating over it (a size not known
+		 * yet: shape inference vouched for it) */
+		if (x->numel >= 0 && n >= 0 && x->numel != n && !(x->numel > 0 && n % x->numel == 0))
 			return false;
 	}
 	return true;

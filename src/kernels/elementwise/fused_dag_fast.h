@@ -10,7 +10,7 @@ extern const k_kernel kfast_fused_dag_avx2;
 extern const k_kernel kfast_fused_dag;
 
 /* What every variant supports: f32 outputs of one size, inputs f32 or bool
- * of that size or of one element, a well-formed program. */
+ * of that size or repeating over it, a well-formed program. */
 bool kd_fast_supports(const k_call *call);
 
 #endif

@@ -115,9 +115,9 @@ typedef struct {
 	int64_t n;
 } dag_ctx;
 
-static float load(const k_tensor *t, int64_t i)
+static float load(const k_tensor *t, int64_t i, int64_t n)
 {
-	int64_t j = t->numel == 1 ? 0 : i;
+	int64_t j = t->numel == n ? i : i % t->numel; /* broadcast: repeats */
 	if (t->dtype == AIR_BOOL)
 		return ((const uint8_t *)t->data)[j] ? 1.0f : 0.0f;
 	return ((const float *)t->data)[j];
@@ -133,7 +133,7 @@ static void dag_task(void *p, int64_t t, int th)
 	float r[KD_MAX_REGS];
 	for (int64_t i = lo; i < hi; i++) {
 		for (int k = 0; k < n_in; k++)
-			r[k] = load(&call->in[k], i);
+			r[k] = load(&call->in[k], i, c->n);
 		for (int k = 0; k < c->n_instr; k++) {
 			const int64_t *ins = c->prog + 4 * k;
 			int op = (int)ins[0];
@@ -158,6 +158,10 @@ air_status kref_fused_dag(const k_call *call)
 	const k_attr *prog = &call->attrs[0], *outs = &call->attrs[1];
 	if (!kd_program_ok(prog->ints, prog->n, outs->ints, outs->n, call->n_in) || outs->n != call->n_out)
 		return air_error(AIR_INVALID_ARGUMENT, "fused_dag: a malformed program");
+	for (int i = 0; i < call->n_in; i++)
+		if (call->in[i].numel != call->out[0].numel &&
+		    (call->in[i].numel <= 0 || call->out[0].numel % call->in[i].numel != 0))
+			return air_error(AIR_INVALID_ARGUMENT, "fused_dag: input %d does not repeat over the output", i);
 	dag_ctx c = {call, prog->ints, outs->ints, prog->n / 4, outs->n, call->out[0].numel};
 	rt_pool_run(call->pool, (c.n + K_GRAIN - 1) / K_GRAIN, dag_task, &c);
 	return AIR_OK;
