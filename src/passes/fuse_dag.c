@@ -399,11 +399,11 @@ air_status pass_fuse_dag(air_graph *g, int max_group, pass_log *log)
 	d.member = calloc((size_t)nn + 1, 1);
 	d.reg = malloc(sizeof *d.reg * ((size_t)nv + 1));
 	int *parent = malloc(sizeof *parent * ((size_t)nn + 1));
-	int *order = malloc(sizeof *order * ((size_t)nn + 1)); /* members by component */
-	int *next = malloc(sizeof *next * ((size_t)nn + 1));
+	int *tail = malloc(sizeof *tail * ((size_t)nn + 1)); /* per root: last node of its list */
+	int *next = malloc(sizeof *next * ((size_t)nn + 1));  /* per node: the next of its component */
 	char *dead = calloc((size_t)nn + 1, 1);
 	air_status st = AIR_OK;
-	if (!d.ustart || !d.users || !d.graph_out || !d.fus || !d.member || !d.reg || !parent || !order || !next ||
+	if (!d.ustart || !d.users || !d.graph_out || !d.fus || !d.member || !d.reg || !parent || !tail || !next ||
 	    !dead) {
 		st = air_error(AIR_OUT_OF_MEMORY, "fuse_elementwise: no memory");
 		goto done;
@@ -449,7 +449,6 @@ air_status pass_fuse_dag(air_graph *g, int max_group, pass_log *log)
 		}
 	}
 	/* each component's nodes in node order: a linked list from its root */
-	int *tail = order; /* per root: last node of its list */
 	for (int k = 0; k < nn; k++)
 		next[k] = -1;
 	for (int k = 0; k < nn; k++) {
@@ -508,6 +507,6 @@ air_status pass_fuse_dag(air_graph *g, int max_group, pass_log *log)
 	pass_logf(log, "fuse_dag: %d group(s) of %d ops in all\n", groups, fused_ops);
 done:
 	free(d.ustart), free(d.users), free(d.graph_out), free(d.fus), free(d.member), free(d.reg);
-	free(parent), free(order), free(next), free(dead);
+	free(parent), free(tail), free(next), free(dead);
 	return st;
 }
