@@ -16,6 +16,8 @@
 #include "kernels/elementwise/dropout.h"
 #include "kernels/elementwise/elementwise_fast.h"
 #include "kernels/elementwise/fused_fast.h"
+#include "kernels/elementwise/fused_dag_fast.h"
+#include "kernels/elementwise/sqrt_where_fast.h"
 #include "kernels/matmul/linear_lowp.h"
 #include "kernels/matmul/linear_rows.h"
 #include "kernels/matmul/matmul_fast.h"
@@ -48,6 +50,9 @@ static const k_kernel *const max_pool2d[] = {&kfast_max_pool2d_rows, NULL};
 static const k_kernel *const avg_pool2d_nhwc[] = {&kfast_avg_pool2d_nhwc, NULL};
 static const k_kernel *const adaptive_avg_pool2d_nhwc[] = {&kfast_adaptive_avg_pool2d_nhwc, NULL};
 static const k_kernel *const fused[] = {&kfast_fused_elementwise, NULL};
+static const k_kernel *const fused_dag[] = {&kfast_fused_dag_avx512, &kfast_fused_dag_avx2, &kfast_fused_dag, NULL};
+static const k_kernel *const sqrt_[] = {&kfast_sqrt_lanes, NULL};
+static const k_kernel *const where_[] = {&kfast_where_lanes, NULL};
 static const k_kernel *const softmax[] = {&kfast_softmax_rows, NULL};
 static const k_kernel *const log_softmax[] = {&kfast_log_softmax_rows, NULL};
 static const k_kernel *const layer_norm[] = {&kfast_layer_norm_rows, NULL};
@@ -102,6 +107,9 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_avg_pool2d_nhwc: return avg_pool2d_nhwc;
 	case OP_adaptive_avg_pool2d_nhwc: return adaptive_avg_pool2d_nhwc;
 	case OP_fused_elementwise: return fused;
+	case OP_fused_dag: return fused_dag;
+	case OP_sqrt: return sqrt_;
+	case OP_where: return where_;
 	case OP_softmax: return softmax;
 	case OP_batch_norm_train: return batch_norm_train;
 	case OP_batch_norm_backward: return batch_norm_backward;

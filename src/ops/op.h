@@ -44,6 +44,7 @@ enum op_flags {
 	OPF_ELEMENTWISE = 1u << 0, /* out[i] depends on in[...][i] only (after broadcast) */
 	OPF_ALIAS = 1u << 1,       /* out 0 is in 0's memory reinterpreted (no kernel runs) */
 	OPF_VARIADIC = 1u << 2,    /* max_in is a bound, any count in [min_in, max_in] */
+	OPF_VARIADIC_OUT = 1u << 3, /* n_out is a bound, any count in [1, n_out] (fused_dag) */
 };
 
 typedef struct op_def {

@@ -16,6 +16,7 @@ OP(activation_backward) OP(dropout_backward)
 /* created by passes only: ops/fused.c, ops/conv_nhwc.c (layout pass) */
 OP(fused_elementwise) OP(rope)
 OP(conv2d_nhwc) OP(max_pool2d_nhwc) OP(avg_pool2d_nhwc) OP(adaptive_avg_pool2d_nhwc)
+OP(fused_dag) /* ops/fused_dag.c */
 
 /* shape and data movement: ops/shape.c */
 OP(reshape) OP(copy) OP(permute) OP(expand) OP(slice) OP(cat)

@@ -17,7 +17,8 @@ static air_status check_node(air_graph *g, int k)
 	if (n->op < 0 || n->op >= OP_COUNT)
 		return air_error(AIR_INVALID_GRAPH, "node %d: unknown op %d", k, n->op);
 	const op_def *def = op_get(n->op);
-	if (n->n_in < def->min_in || n->n_in > def->max_in || n->n_out != def->n_out)
+	bool n_out_ok = (def->flags & OPF_VARIADIC_OUT) ? n->n_out >= 1 && n->n_out <= def->n_out : n->n_out == def->n_out;
+	if (n->n_in < def->min_in || n->n_in > def->max_in || !n_out_ok)
 		return air_error(AIR_INVALID_GRAPH, "node %d (%s): wrong number of inputs or outputs", k, def->name);
 	op_infer_ctx ctx;
 	memset(&ctx, 0, sizeof ctx);

@@ -248,8 +248,20 @@ static int classify(const air_graph *g, const ir_node *n)
 		return K_CAT;
 	default: break;
 	}
-	if (!(op_get(n->op)->flags & OPF_ELEMENTWISE) || n->n_in < 1)
+	/* a fused_dag of one output is elementwise too (passes/fuse_dag.c:
+	 * inputs of its shape or of one element), so it stays in a region */
+	if ((!(op_get(n->op)->flags & OPF_ELEMENTWISE) && n->op != OP_fused_dag) || n->n_in < 1)
 		return K_OTHER;
+	/* but its inputs that repeat over the output ([W] against [N, C, H,
+	 * W]) would repeat no more once permuted */
+	for (int i = 0; n->op == OP_fused_dag && i < n->n_in; i++) {
+		const ir_value *a = val(g, n->in[i]);
+		bool same = a->rank == y->rank;
+		for (int d = 0; same && d < a->rank; d++)
+			same = a->dims[d] == y->dims[d];
+		if (!same && !layout_free(g, n->in[i]))
+			return K_OTHER;
+	}
 	/* broadcasting commutes with permuting every operand the same way, so
 	 * operands need the output's rank, not its shape */
 	int tensors = 0;

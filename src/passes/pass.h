@@ -35,6 +35,11 @@ air_status pass_run_pipeline(air_graph *g, const pass_options *po, pass_log *log
  * Requires: node order is an execution order. */
 air_status pass_fuse_elementwise(air_graph *g, int max_group, pass_log *log);
 
+/* Fuses groups of f32 elementwise ops over one shape with several tensor
+ * inputs, shared intermediates and several results into fused_dag nodes
+ * (passes/fuse_dag.c); run after pass_fuse_elementwise, as part of it. */
+air_status pass_fuse_dag(air_graph *g, int max_group, pass_log *log);
+
 /* Is v an f32 constant with every dim 1 (a scalar)? Its value in *out. */
 bool pass_f32_scalar(const air_graph *g, air_value v, float *out);
 

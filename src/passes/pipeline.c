@@ -16,7 +16,10 @@ typedef struct pass_row {
 
 static air_status run_fuse_elementwise(air_graph *g, const pass_options *po, pass_log *log)
 {
-	return pass_fuse_elementwise(g, po->fusion_threshold, log);
+	AIR_TRY(pass_fuse_elementwise(g, po->fusion_threshold, log));
+	/* then the groups with several tensor inputs or results; the chains
+	 * just made join them whole */
+	return pass_fuse_dag(g, po->fusion_threshold, log);
 }
 
 /* passes/simplify.c */

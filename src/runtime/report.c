@@ -13,6 +13,7 @@
 #include "kernels/common/epilogue.h"
 #include "kernels/conv/conv_nhwc.h"
 #include "kernels/elementwise/fused_ref.h"
+#include "kernels/elementwise/fused_dag_ref.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/matmul/matmul_fast.h"
 #include "ops/op.h"
@@ -131,6 +132,40 @@ static int add_fused(sbuf *s, const ir_node *n)
 				add(s, "(%g)", f);
 			}
 		}
+		return 1;
+	}
+	if (n->op == OP_fused_dag) {
+		/* its register program: inputs are r0.., instruction k writes
+		 * r(n_in + k); the outputs' registers last */
+		static const char *const names[] = {"const", "add", "sub", "mul", "div", "maximum", "minimum",
+						    "pow", "eq", "ne", "lt", "le", "gt", "ge", "where"};
+		const ir_attr *p = &n->attrs[0], *o = &n->attrs[1];
+		add(s, "fused_dag (%d instructions, %d input(s), %d output(s)):", p->n / 4, n->n_in, n->n_out);
+		for (int k = 0; k + 3 < p->n; k += 4) {
+			int64_t op = p->ints[k];
+			uint32_t u = (uint32_t)p->ints[k + (op == KD_CONST ? 1 : 2)];
+			float f;
+			memcpy(&f, &u, 4);
+			if (op >= 0 && op < KF_OPCODE_COUNT) {
+				add(s, " %s(r%lld", KF_NAMES[op], (long long)p->ints[k + 1]);
+				if (op >= KF_ADD_S)
+					add(s, ", %g", f);
+				add(s, ")");
+			} else if (op == KD_CONST) {
+				add(s, " %g", f);
+			} else if (op > KD_CONST && op < KD_OPCODE_END) {
+				add(s, " %s(r%lld, r%lld", names[op - KD_CONST], (long long)p->ints[k + 1],
+				    (long long)p->ints[k + 2]);
+				if (op == KD_WHERE)
+					add(s, ", r%lld", (long long)p->ints[k + 3]);
+				add(s, ")");
+			} else {
+				add(s, " ?");
+			}
+		}
+		add(s, " ->");
+		for (int j = 0; j < o->n; j++)
+			add(s, " r%lld", (long long)o->ints[j]);
 		return 1;
 	}
 	int act = attr_index(def, "act"), res = attr_index(def, "has_residual");

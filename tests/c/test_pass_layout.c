@@ -281,6 +281,37 @@ static void test_fused_conv(void)
 	gb_free(&b);
 }
 
+/* a fused_dag between convs (c1 * c1 + c1, relu: two-tensor ops and a
+ * value read twice, fused by fuse_dag) stays in the NHWC region: two
+ * permutes in all, not four */
+static void test_fused_dag(void)
+{
+	gb b = {0};
+	TRY(air_graph_create(&b.g));
+	int64_t xd[4] = {2, 17, 7, 13}, wd[4] = {17, 17, 3, 3}, pd[2] = {1, 1};
+	air_value x;
+	TRY(air_graph_add_input(b.g, "x", AIR_F32, 4, xd, &x));
+	air_value in1[2] = {x, constant(&b, 4, wd)};
+	air_attr a1[2] = {th_ints("padding", pd, 2), th_int("has_bias", 0)};
+	air_value c1 = node(&b, "conv2d", in1, 2, a1, 2);
+	air_value sq[2] = {c1, c1};
+	air_value t = node(&b, "mul", sq, 2, NULL, 0);
+	air_value su[2] = {t, c1};
+	air_value u = node(&b, "add", su, 2, NULL, 0);
+	u = node(&b, "tanh", &u, 1, NULL, 0);
+	air_value in2[2] = {u, constant(&b, 4, wd)};
+	air_value c2 = node(&b, "conv2d", in2, 2, a1, 2);
+	TRY(air_graph_set_outputs(b.g, &c2, 1));
+	float *xin = th_randf(2 * 17 * 7 * 13);
+	int64_t dims[1][4] = {{2, 17, 7, 13}};
+	char *rep = NULL;
+	CHECK(compare(&b, "fused dag", 1, &xin, dims, &rep) == 2);
+	CHECK(rep && count(rep, " conv2d_nhwc_") == 2 && count(rep, " fused_dag_") == 1);
+	free(rep);
+	free(xin);
+	gb_free(&b);
+}
+
 /* 1x1 convs alone, strided or not, stay NCHW (one GEMM there, no
  * permutes); a 1x1 conv next to a 3x3 one is converted with it */
 static void test_pointwise(void)
@@ -492,6 +523,7 @@ int main(void)
 	test_lowp_weight();
 	test_narrow();
 	test_fused_conv();
+	test_fused_dag();
 	test_region(0);
 	test_region(1);
 	test_no_conv();
