@@ -42,31 +42,6 @@ typedef struct dag {
 	int n_outs;
 } dag;
 
-static int unary_code(int op)
-{
-	switch (op) {
-	case OP_neg: return KF_NEG;
-	case OP_abs: return KF_ABS;
-	case OP_exp: return KF_EXP;
-	case OP_log: return KF_LOG;
-	case OP_sqrt: return KF_SQRT;
-	case OP_rsqrt: return KF_RSQRT;
-	case OP_sin: return KF_SIN;
-	case OP_cos: return KF_COS;
-	case OP_tanh: return KF_TANH;
-	case OP_sigmoid: return KF_SIGMOID;
-	case OP_erf: return KF_ERF;
-	case OP_relu: return KF_RELU;
-	case OP_gelu: return KF_GELU;
-	case OP_gelu_tanh: return KF_GELU_TANH;
-	case OP_silu: return KF_SILU;
-	case OP_hardswish: return KF_HARDSWISH;
-	case OP_hardsigmoid: return KF_HARDSIGMOID;
-	case OP_reciprocal: return KF_RECIPROCAL;
-	default: return -1;
-	}
-}
-
 static int binary_code(int op)
 {
 	switch (op) {
@@ -139,7 +114,7 @@ static bool node_fusible(const air_graph *g, const ir_node *n)
 	if (n->n_out != 1)
 		return false;
 	const ir_value *out = &g->values[n->out[0]];
-	if (n->op == OP_fused_elementwise || unary_code(n->op) >= 0)
+	if (n->op == OP_fused_elementwise || pass_fused_unary_opcode(n->op) >= 0)
 		return out->dtype == AIR_F32 && g->values[n->in[0]].dtype == AIR_F32 &&
 		       same_dims(&g->values[n->in[0]], out);
 	if (n->op == OP_where)
@@ -226,8 +201,8 @@ static int build(dag *d, const int *mem, int n_mem)
 				ok = emit(d, p->ints[k], r[0], p->ints[k + 1], 0);
 				r[0] = d->n_instr - 1;
 			}
-		} else if (unary_code(n->op) >= 0) {
-			ok = operand(d, n->in[0], &r[0], consts, &n_consts) && emit(d, unary_code(n->op), r[0], 0, 0);
+		} else if (pass_fused_unary_opcode(n->op) >= 0) {
+			ok = operand(d, n->in[0], &r[0], consts, &n_consts) && emit(d, pass_fused_unary_opcode(n->op), r[0], 0, 0);
 		} else if (n->op == OP_where) {
 			for (int i = 0; i < 3 && ok; i++)
 				ok = operand(d, n->in[i], &r[i], consts, &n_consts);

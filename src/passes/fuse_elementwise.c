@@ -13,7 +13,9 @@
 
 enum { MAX_PROGRAM = 32 };
 
-static int unary_opcode(int op)
+/* The fused tile program's opcode for a unary op, -1 if it has none (shared
+ * with fuse_dag.c). */
+int pass_fused_unary_opcode(int op)
 {
 	switch (op) {
 	case OP_neg: return KF_NEG;
@@ -69,7 +71,7 @@ static bool fusible(const air_graph *g, const ir_node *n, int64_t ins[2], air_va
 	const ir_value *out = &g->values[n->out[0]];
 	if (out->dtype != AIR_F32)
 		return false;
-	int code = unary_opcode(n->op);
+	int code = pass_fused_unary_opcode(n->op);
 	if (code >= 0) {
 		ins[0] = code;
 		ins[1] = 0;

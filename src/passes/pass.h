@@ -34,6 +34,8 @@ air_status pass_run_pipeline(air_graph *g, const pass_options *po, pass_log *log
  * into fused_elementwise nodes of at most max_group ops (0: no limit).
  * Requires: node order is an execution order. */
 air_status pass_fuse_elementwise(air_graph *g, int max_group, pass_log *log);
+/* The fused tile program's opcode (KF_*) for a unary op, -1 if none. */
+int pass_fused_unary_opcode(int op);
 
 /* Fuses groups of f32 elementwise ops over one shape with several tensor
  * inputs, shared intermediates and several results into fused_dag nodes
