@@ -62,21 +62,6 @@ static int binary_code(int op)
 	}
 }
 
-/* the tensor-scalar kf_opcode of a binary op (the scalar first or second) */
-static int scalar_code(int op, bool scalar_first)
-{
-	switch (op) {
-	case OP_add: return KF_ADD_S;
-	case OP_mul: return KF_MUL_S;
-	case OP_maximum: return KF_MAX_S;
-	case OP_minimum: return KF_MIN_S;
-	case OP_sub: return scalar_first ? KF_RSUB_S : KF_SUB_S;
-	case OP_div: return scalar_first ? KF_RDIV_S : KF_DIV_S;
-	case OP_pow: return scalar_first ? KF_RPOW_S : KF_POW_S;
-	default: return -1;
-	}
-}
-
 static bool same_dims(const ir_value *a, const ir_value *b)
 {
 	if (a->rank != b->rank)
@@ -212,7 +197,7 @@ static int build(dag *d, const int *mem, int n_mem)
 			 * takes it as an immediate */
 			int first = is_scalar_const(g, n->in[0], &c) ? 0 : is_scalar_const(g, n->in[1], &c) ? 1 : -1;
 			int sc = first >= 0 && !is_scalar_const(g, n->in[1 - first], &(float){0}) ?
-					 scalar_code(n->op, first == 0) :
+					 pass_fused_scalar_opcode(n->op, first == 0) :
 					 -1;
 			if (sc >= 0) {
 				uint32_t bits;

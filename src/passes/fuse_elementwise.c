@@ -40,8 +40,7 @@ int pass_fused_unary_opcode(int op)
 	}
 }
 
-/* opcode when the scalar is the second operand, and when it is the first */
-static int scalar_opcode(int op, int scalar_first)
+int pass_fused_scalar_opcode(int op, bool scalar_first)
 {
 	switch (op) {
 	case OP_add: return KF_ADD_S;
@@ -85,7 +84,7 @@ static bool fusible(const air_graph *g, const ir_node *n, int64_t ins[2], air_va
 		air_value sv = n->in[first], other = n->in[1 - first];
 		if (!pass_f32_scalar(g, sv, &c) || !same_type(&g->values[other], out))
 			continue;
-		code = scalar_opcode(n->op, first == 0);
+		code = pass_fused_scalar_opcode(n->op, first == 0);
 		if (code < 0)
 			return false;
 		uint32_t bits;

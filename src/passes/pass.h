@@ -36,6 +36,9 @@ air_status pass_run_pipeline(air_graph *g, const pass_options *po, pass_log *log
 air_status pass_fuse_elementwise(air_graph *g, int max_group, pass_log *log);
 /* The fused tile program's opcode (KF_*) for a unary op, -1 if none. */
 int pass_fused_unary_opcode(int op);
+/* The tensor-scalar opcode (KF_*_S) of a binary op whose scalar operand is
+ * the first (scalar_first) or the second, -1 if none. */
+int pass_fused_scalar_opcode(int op, bool scalar_first);
 
 /* Fuses groups of f32 elementwise ops over one shape with several tensor
  * inputs, shared intermediates and several results into fused_dag nodes

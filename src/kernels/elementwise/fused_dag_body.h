@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/elementwise/fused_dag_ref.h"
+#include "kernels/elementwise/fused_scalar.h"
 #include "kernels/vmath/vmath.h"
 
 enum { TILE = 256 };
@@ -27,37 +28,6 @@ typedef struct {
 	int slot_of[KD_MAX_REGS]; /* register -> slot, or -1: reads input memory */
 	int n_slots;
 } kd_job;
-
-static float kd_f32(int64_t bits)
-{
-	uint32_t u = (uint32_t)bits;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static inline float kd_relu6(float x)
-{
-	return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
-}
-
-/* The vmath kernel of a transcendental opcode (what the unfused op and
- * fused_elementwise run), or -1. */
-static int kd_vmath(int op)
-{
-	switch (op) {
-	case KF_EXP: return KV_exp;
-	case KF_LOG: return KV_log;
-	case KF_RSQRT: return KV_rsqrt;
-	case KF_TANH: return KV_tanh;
-	case KF_SIGMOID: return KV_sigmoid;
-	case KF_ERF: return KV_erf;
-	case KF_GELU: return KV_gelu;
-	case KF_GELU_TANH: return KV_gelu_tanh;
-	case KF_SILU: return KV_silu;
-	default: return -1;
-	}
-}
 
 #define KD_LOOP1(EXPR)                              \
 	for (int i = 0; i < n; i++) {               \
@@ -74,7 +44,7 @@ static int kd_vmath(int op)
 
 static void kd_unary(int op, float c, const float *restrict a, float *restrict y, int n)
 {
-	int f = kd_vmath(op);
+	int f = kf_vmath_kernel(op);
 	if (f >= 0) {
 		kv_unary((kv_func)f)(a, y, n);
 		return;
@@ -86,8 +56,8 @@ static void kd_unary(int op, float c, const float *restrict a, float *restrict y
 	case KF_SIN: KD_LOOP1(sinf(x))
 	case KF_COS: KD_LOOP1(cosf(x))
 	case KF_RELU: KD_LOOP1(x < 0.0f ? 0.0f : x)
-	case KF_HARDSWISH: KD_LOOP1(x * kd_relu6(x + 3.0f) / 6.0f)
-	case KF_HARDSIGMOID: KD_LOOP1(kd_relu6(x + 3.0f) / 6.0f)
+	case KF_HARDSWISH: KD_LOOP1(x * kf_relu6(x + 3.0f) / 6.0f)
+	case KF_HARDSIGMOID: KD_LOOP1(kf_relu6(x + 3.0f) / 6.0f)
 	case KF_RECIPROCAL: KD_LOOP1(1.0f / x)
 	case KF_ADD_S: KD_LOOP1(x + c)
 	case KF_SUB_S: KD_LOOP1(x - c)
@@ -184,9 +154,9 @@ static void kd_task(void *p, int64_t t, int th)
 			int op = (int)ins[0];
 			float *y = slots[j->slot_of[n_in + k]];
 			if (op < KF_OPCODE_COUNT) {
-				kd_unary(op, kd_f32(ins[2]), reg[ins[1]], y, n);
+				kd_unary(op, kf_f32_operand(ins[2]), reg[ins[1]], y, n);
 			} else if (op == KD_CONST) {
-				float c = kd_f32(ins[1]);
+				float c = kf_f32_operand(ins[1]);
 				for (int i = 0; i < n; i++)
 					y[i] = c;
 			} else if (op == KD_WHERE) {

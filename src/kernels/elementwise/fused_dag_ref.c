@@ -8,19 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
-
-static float f32_of(int64_t bits)
-{
-	uint32_t u = (uint32_t)bits;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static inline float relu6f(float x)
-{
-	return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
-}
+#include "kernels/elementwise/fused_scalar.h"
 
 static int arity(int64_t op)
 {
@@ -71,8 +59,8 @@ static float unary(int op, float x, float c)
 	case KF_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 	case KF_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 	case KF_SILU: return x / (1.0f + expf(-x));
-	case KF_HARDSWISH: return x * relu6f(x + 3.0f) / 6.0f;
-	case KF_HARDSIGMOID: return relu6f(x + 3.0f) / 6.0f;
+	case KF_HARDSWISH: return x * kf_relu6(x + 3.0f) / 6.0f;
+	case KF_HARDSIGMOID: return kf_relu6(x + 3.0f) / 6.0f;
 	case KF_RECIPROCAL: return 1.0f / x;
 	case KF_ADD_S: return x + c;
 	case KF_SUB_S: return x - c;
@@ -139,9 +127,9 @@ static void dag_task(void *p, int64_t t, int th)
 			int op = (int)ins[0];
 			float v;
 			if (op < KF_OPCODE_COUNT)
-				v = unary(op, r[ins[1]], f32_of(ins[2]));
+				v = unary(op, r[ins[1]], kf_f32_operand(ins[2]));
 			else if (op == KD_CONST)
-				v = f32_of(ins[1]);
+				v = kf_f32_operand(ins[1]);
 			else if (op == KD_WHERE)
 				v = r[ins[1]] != 0.0f ? r[ins[2]] : r[ins[3]];
 			else

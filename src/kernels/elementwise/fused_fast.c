@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "kernels/elementwise/fused_ref.h"
+#include "kernels/elementwise/fused_scalar.h"
 #include "kernels/vmath/vmath.h"
 
 enum { TILE = 512 };
@@ -31,41 +32,11 @@ typedef struct {
 	int len; /* instructions */
 } fused_job;
 
-static float scalar_of(int64_t bits)
-{
-	uint32_t u = (uint32_t)bits;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static inline float relu6f(float x)
-{
-	return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
-}
-
-/* The vmath function of a transcendental opcode, or -1. */
-static int vmath_of(kf_opcode op)
-{
-	switch (op) {
-	case KF_EXP: return KV_exp;
-	case KF_LOG: return KV_log;
-	case KF_RSQRT: return KV_rsqrt;
-	case KF_TANH: return KV_tanh;
-	case KF_SIGMOID: return KV_sigmoid;
-	case KF_ERF: return KV_erf;
-	case KF_GELU: return KV_gelu;
-	case KF_GELU_TANH: return KV_gelu_tanh;
-	case KF_SILU: return KV_silu;
-	default: return -1;
-	}
-}
-
 /* One instruction over a tile; in == out (in place) is allowed. NaN
  * behaviour as the unfused ops. */
 static void apply(kf_opcode op, float c, const float *in, float *out, int64_t n)
 {
-	int f = vmath_of(op);
+	int f = kf_vmath_kernel(op);
 	if (f >= 0) {
 		kv_unary((kv_func)f)(in, out, n);
 		return;
@@ -83,8 +54,8 @@ static void apply(kf_opcode op, float c, const float *in, float *out, int64_t n)
 	case KF_SIN: LOOP(sinf(x))
 	case KF_COS: LOOP(cosf(x))
 	case KF_RELU: LOOP(x < 0.0f ? 0.0f : x)
-	case KF_HARDSWISH: LOOP(x * relu6f(x + 3.0f) / 6.0f)
-	case KF_HARDSIGMOID: LOOP(relu6f(x + 3.0f) / 6.0f)
+	case KF_HARDSWISH: LOOP(x * kf_relu6(x + 3.0f) / 6.0f)
+	case KF_HARDSIGMOID: LOOP(kf_relu6(x + 3.0f) / 6.0f)
 	case KF_RECIPROCAL: LOOP(1.0f / x)
 	case KF_ADD_S: LOOP(x + c)
 	case KF_SUB_S: LOOP(x - c)
@@ -119,7 +90,7 @@ static void fused_task(void *p, int64_t t, int th)
 		const float *in = j->x + s;
 		float *out = j->y + s;
 		for (int k = 0; k < j->len; k++) {
-			apply((kf_opcode)j->prog[2 * k], scalar_of(j->prog[2 * k + 1]), in, out, n);
+			apply((kf_opcode)j->prog[2 * k], kf_f32_operand(j->prog[2 * k + 1]), in, out, n);
 			in = out;
 		}
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/elementwise/fused_scalar.h"
 
 enum { TILE = 512 };
 
@@ -17,19 +18,6 @@ typedef struct {
 	const int64_t *prog;
 	int len; /* instructions */
 } fused_ctx;
-
-static float scalar_of(int64_t bits)
-{
-	uint32_t u = (uint32_t)bits;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static inline float relu6f(float x)
-{
-	return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
-}
 
 /* one instruction over a tile; NaN behaviour as the unfused ops */
 static void apply(kf_opcode op, float c, const float *in, float *out, int64_t n)
@@ -56,8 +44,8 @@ static void apply(kf_opcode op, float c, const float *in, float *out, int64_t n)
 	case KF_GELU: LOOP(0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))
 	case KF_GELU_TANH: LOOP(0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))))
 	case KF_SILU: LOOP(x / (1.0f + expf(-x)))
-	case KF_HARDSWISH: LOOP(x * relu6f(x + 3.0f) / 6.0f)
-	case KF_HARDSIGMOID: LOOP(relu6f(x + 3.0f) / 6.0f)
+	case KF_HARDSWISH: LOOP(x * kf_relu6(x + 3.0f) / 6.0f)
+	case KF_HARDSIGMOID: LOOP(kf_relu6(x + 3.0f) / 6.0f)
 	case KF_RECIPROCAL: LOOP(1.0f / x)
 	case KF_ADD_S: LOOP(x + c)
 	case KF_SUB_S: LOOP(x - c)
@@ -83,7 +71,7 @@ static void fused_task(void *p, int64_t t, int th)
 		const float *in = c->x + s;
 		float *out = c->y + s;
 		for (int k = 0; k < c->len; k++) {
-			apply((kf_opcode)c->prog[2 * k], scalar_of(c->prog[2 * k + 1]), in, out, n);
+			apply((kf_opcode)c->prog[2 * k], kf_f32_operand(c->prog[2 * k + 1]), in, out, n);
 			in = out;
 		}
 	}
