@@ -219,9 +219,10 @@ def lower_subgraph(
     results = [result] if single else list(result)
     outs = [L.value(r) for r in results]  # Unsupported for one that is not a single tensor
     out_dtypes = [meta(r).dtype for r in results]
-    # 16-bit outputs are computed in f32 (lowering/core.py: LOW_PRECISION)
-    outs = [L.node("cast", [v], {"dtype": storage_dtype(dt)}) if dt in LOW_PRECISION else v
-            for v, dt in zip(outs, out_dtypes)]
+    # 16-bit outputs are computed in f32 (lowering/core.py: LOW_PRECISION),
+    # except those a lowering kept in their own dtype (Lowerer.raw)
+    outs = [L.raw[r] if dt in LOW_PRECISION and r in L.raw else _stored(L, v, dt)
+            for r, v, dt in zip(results, outs, out_dtypes)]
     L.g.outputs(outs)
     model = L.g.compile(
         in_dtypes, out_dtypes, _empty, flags=_compile_flags(config),
@@ -235,6 +236,12 @@ def lower_subgraph(
                       seeded)
     air.converted = list(L.converted)
     return air
+
+
+
+def _stored(L: Lowerer, v: Any, dtype: torch.dtype) -> Any:
+    """An f32-computed value in the dtype an output stores."""
+    return L.node("cast", [v], {"dtype": storage_dtype(dtype)}) if dtype in LOW_PRECISION else v
 
 
 # Outputs from this size on come from libair's output pool (src/python/

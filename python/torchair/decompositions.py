@@ -43,6 +43,7 @@ KEEP_FORWARD: tuple[OperatorBase, ...] = (
     aten.hardswish.default,
     aten.hardsigmoid.default,
     aten.col2im.default,  # F.fold; the core table's index_put chain fell back
+    aten.index_copy.default,  # StaticCache's writes: one libair op instead of index_put
 )
 
 # Training (backward) ops kept whole: one fused kernel each instead of a chain of reductions.

@@ -23,9 +23,12 @@ def write_back(inputs: Sequence[torch.Tensor], values: Sequence[torch.Tensor]) -
 
 
 def _simple_copy(n: Node, order: dict[Node, int]) -> bool:
-    """copy_(placeholder, value) that nothing uses, of the same shape and
-    dtype (no broadcast or cast), after which nothing reads the placeholder."""
-    if n.op != "call_function" or n.target is not aten.copy_.default or n.users or len(n.args) != 2 or n.kwargs:
+    """copy_(placeholder, value) that nothing but the output uses, of the same
+    shape and dtype (no broadcast or cast), after which nothing reads the
+    placeholder."""
+    if n.op != "call_function" or n.target is not aten.copy_.default or len(n.args) != 2 or n.kwargs:
+        return False
+    if any(u.op != "output" for u in n.users):
         return False
     dst, src = n.args
     if not isinstance(dst, Node) or dst.op != "placeholder" or not isinstance(src, Node):
@@ -49,6 +52,10 @@ def gather(gm: GraphModule) -> int:
     with gm.graph.inserting_before(output):
         gm.graph.call_function(write_back, ([c.args[0] for c in copies], [c.args[1] for c in copies]))
     for c in copies:
+        # an output that is the copy's result is the input itself (which
+        # holds the new values once written back): its identity kept, as
+        # aot_autograd returns a mutated input (StaticCache's counter)
+        c.replace_all_uses_with(c.args[0])
         gm.graph.erase_node(c)
     gm.recompile()
     return len(copies)

@@ -1,5 +1,6 @@
 /* index.c - op table entries of indexing and creation: arange, full,
- * embedding, gather, index (advanced indexing) and index_select. */
+ * embedding, gather, index (advanced indexing), index_select, index_copy,
+ * and size_scalar (a symbolic size as a 0-d i64 tensor). */
 #include <float.h>
 #include <math.h>
 
@@ -85,6 +86,16 @@ static air_status infer_full(op_infer_ctx *c)
 	return AIR_OK;
 }
 
+/* size_scalar(size): a 0-d i64 tensor holding a dim, known when the session
+ * binds its inputs (a SymInt that an FX graph adds to a tensor: StaticCache's
+ * position counter + the prompt's length). */
+static air_status infer_size_scalar(op_infer_ctx *c)
+{
+	c->out[0].dtype = AIR_I64;
+	c->out[0].rank = 0;
+	return AIR_OK;
+}
+
 static air_status infer_embedding(op_infer_ctx *c)
 {
 	const ir_value *w = c->in[0], *idx = c->in[1];
@@ -130,6 +141,35 @@ static air_status infer_index_select(op_infer_ctx *c)
 	AIR_TRY(op_axis(c, op_attr(c, 0)->i, x->rank, &axis));
 	c->out[0] = *x;
 	c->out[0].dims[axis] = idx->rank ? idx->dims[0] : 1;
+	return AIR_OK;
+}
+
+/* index_copy(x, index, src; axis): x with the slices index[j] along axis
+ * replaced by src's slices j. src is x's shape with index's length on the
+ * axis (eager broadcasts nothing here either). */
+static air_status infer_index_copy(op_infer_ctx *c)
+{
+	const ir_value *x = c->in[0], *idx = c->in[1], *src = c->in[2];
+	AIR_TRY(check_index_dtype(c, 1));
+	if (x->rank == 0)
+		return op_fail(c, AIR_UNSUPPORTED, "x must have rank >= 1 (reshape a scalar first)");
+	if (idx->rank > 1)
+		return op_fail(c, AIR_SHAPE_MISMATCH, "index must be a vector, got rank %d", idx->rank);
+	if (src->dtype != x->dtype)
+		return op_fail(c, AIR_DTYPE_MISMATCH, "source is %s, x is %s", air_dtype_name(src->dtype),
+			       air_dtype_name(x->dtype));
+	int axis;
+	AIR_TRY(op_axis(c, op_attr(c, 0)->i, x->rank, &axis));
+	if (src->rank != x->rank)
+		return op_fail(c, AIR_SHAPE_MISMATCH, "source has rank %d, x rank %d", src->rank, x->rank);
+	air_dim n = idx->rank ? idx->dims[0] : 1;
+	for (int d = 0; d < x->rank; d++) {
+		air_dim want = d == axis ? n : x->dims[d];
+		if (!ir_dim_equal(c->g, src->dims[d], want))
+			return op_fail(c, AIR_SHAPE_MISMATCH, "source dim %d must match %s", d,
+				       d == axis ? "the index's length" : "x's");
+	}
+	c->out[0] = *x;
 	return AIR_OK;
 }
 
@@ -195,6 +235,7 @@ static const op_attr_spec full_attrs[] = {
 	{"dtype", OPA_INT, true, 0, 0},
 };
 static const op_attr_spec axis_attrs[] = {{"axis", OPA_INT, true, 0, 0}};
+static const op_attr_spec size_scalar_attrs[] = {{"size", OPA_DIM, true, 0, 0}};
 static const op_attr_spec index_attrs[] = {{"axes", OPA_INTS, true, 0, 0}};
 
 #define KREF(name) {#name "_ref", 0, NULL, NULL, NULL, NULL, kref_##name}
@@ -205,3 +246,5 @@ const op_def op_def_embedding = {"embedding", 2, 2, 1, NULL, 0, infer_embedding,
 const op_def op_def_gather = {"gather", 2, 2, 1, axis_attrs, 1, infer_gather, KREF(gather), 0};
 const op_def op_def_index = {"index", 2, 1 + AIR_MAX_RANK, 1, index_attrs, 1, infer_index, KREF(index), OPF_VARIADIC};
 const op_def op_def_index_select = {"index_select", 2, 2, 1, axis_attrs, 1, infer_index_select, KREF(index_select), 0};
+const op_def op_def_size_scalar = {"size_scalar", 0, 0, 1, size_scalar_attrs, 1, infer_size_scalar, KREF(size_scalar), 0};
+const op_def op_def_index_copy = {"index_copy", 3, 3, 1, axis_attrs, 1, infer_index_copy, KREF(index_copy), 0};

@@ -37,5 +37,5 @@ OP(conv2d_backward_input) OP(conv2d_backward_weight) /* ops/conv_backward.c */
 OP(max_pool2d_indices) OP(max_pool2d_backward) /* ops/pool_backward.c */
 
 /* indexing and creation: ops/index.c (embedding_backward, dropout: ops/backward.c) */
-OP(arange) OP(full) OP(embedding) OP(gather) OP(index) OP(index_select)
+OP(arange) OP(full) OP(embedding) OP(gather) OP(index) OP(index_select) OP(index_copy) OP(size_scalar)
 OP(embedding_backward) OP(dropout)

@@ -40,6 +40,11 @@ bool mp_inplace_allowed(const mp_program *p, int k, int i)
 	const op_def *def = op_get(n->op);
 	if (elementwise_ref(def, st, n->op) || (st->kernel->flags & K_INPLACE_ANY))
 		return true;
+	/* index_copy over its x (kernels/shape/index_copy_ref.c): with out == x
+	 * it writes only the indexed slices, from src; not when the index or src
+	 * share x's buffer */
+	if (n->op == OP_index_copy && st->kernel == &def->ref)
+		return i == 0 && p->root[n->in[1]] != p->root[n->in[0]] && p->root[n->in[2]] != p->root[n->in[0]];
 	if (i < 0 || i != residual_input(n, def) || !(st->kernel->flags & K_INPLACE_RESIDUAL))
 		return false;
 	/* the residual may be overwritten only when it is nothing else too:

@@ -258,6 +258,10 @@ class Lowerer:
         v = self.env.get(arg)
         if v is None and arg in self.lazy:
             v = self.env[arg] = self.lazy.pop(arg)()
+        if v is None and isinstance(meta(arg), torch.SymInt):
+            # a size used as a number (StaticCache's counter + the prompt's
+            # length): a 0-d i64 tensor the session fills in
+            v = self.env[arg] = self.node("size_scalar", [], {"size": self.dims([meta(arg)])[0]})
         if v is None or isinstance(v, tuple):
             raise Unsupported(f"{arg.name} has no single libair value")
         return v

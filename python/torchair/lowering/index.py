@@ -1,15 +1,18 @@
-"""Lowerings of indexing (embedding, gather, index_select, index) and of
-tensor creation (arange, full, zeros, ones and their _like forms)."""
+"""Lowerings of indexing (embedding, gather, index_select, index, index_copy)
+and of tensor creation (arange, full, zeros, ones and their _like forms)."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch.fx import Node
 
 from torchair.errors import Unsupported
-from torchair.lowering.core import Lowerer, Value, air_dtype, arg, aten, is_float, lowers, meta, norm_axis, out_val
+from torchair.lowering.core import (
+    LAZY, LOW_PRECISION, Lowerer, Value, air_dtype, arg, aten, is_float, lowers, meta, norm_axis, out_val,
+    storage_dtype)
 
 
 @lowers(aten.embedding.default)
@@ -34,6 +37,27 @@ def _gather(L: Lowerer, n: Node) -> Value:
 def _index_select(L: Lowerer, n: Node) -> Value:
     xv = meta(n.args[0])
     return L.node("index_select", [L.value(n.args[0]), L.value(n.args[2])], {"axis": norm_axis(n.args[1], xv.dim())})
+
+
+@lowers(aten.index_copy.default)
+def _index_copy(L: Lowerer, n: Node) -> Any:
+    """x with slices replaced along one axis: transformers' StaticCache writes
+    each step's keys and values with index_copy_, which aot_autograd gives as
+    index_copy + copy_ into the cache (write_back.py). A 16-bit cache stays
+    16-bit: the new slices are rounded to its dtype and copied as bytes, and
+    the result is widened only if an f32 op reads it (the attention)."""
+    x, dim, index, source = n.args[:4]
+    xv = meta(x)
+    axis = norm_axis(dim, xv.dim())
+    if xv.dtype in LOW_PRECISION and x in L.raw:
+        src = L.raw.get(source)
+        if src is None:
+            src = L.node("cast", [L.value(source)], {"dtype": storage_dtype(xv.dtype)})
+        v = L.node("index_copy", [L.raw[x], L.value(index), src], {"axis": axis})
+        L.raw[n] = v
+        L.lazy[n] = lambda: L.node("cast", [v], {"dtype": air_dtype(xv.dtype)})
+        return LAZY
+    return L.node("index_copy", [L.value(x), L.value(index), L.value(source)], {"axis": axis})
 
 
 @lowers(aten.index.Tensor)
