@@ -86,6 +86,11 @@ def check_node(node: Node) -> str | None:
                 L.add_input(inp)
             elif isinstance(v, torch.SymInt):
                 L.add_size_input(v, inp.name)  # as lower_subgraph does
+            elif isinstance(v, torch.SymFloat) and is_size_node(inp):
+                # a ratio of sizes (interpolate's scale): its sizes as lower_subgraph binds them
+                for a in inp.args:
+                    if isinstance(meta(a), torch.SymInt):
+                        L.add_size_input(meta(a), a.name)
             else:
                 return f"input {inp.name} is not a tensor"
         fn(L, node)

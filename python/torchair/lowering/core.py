@@ -4,6 +4,7 @@ from FX nodes, symbolic sizes included) and the small argument helpers."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -138,6 +139,12 @@ class Lowerer:
                         self.symbols[expr] = self.g.symbol(str(expr))
                 elif not expr.is_number and expr not in self.composites:
                     self.composites[expr] = self.g.symbol(str(expr))
+                    # its non-constant part too (ceil-like sizes X + 1, with X =
+                    # (s0 - 1)//32): sympy expands products of such sizes
+                    # (12*X**2 + 24*X + 12), which then name X, not X + 1
+                    k, rest = expr.as_coeff_Add()
+                    if k.is_Integer and int(k) > 0 and not rest.is_number and rest not in self.composites:
+                        self.composites[rest] = self.g.dim_expr(_DIM_SUB, self.composites[expr], int(k))
 
     def add_size_input(self, size: Any, name: str) -> bool:
         """For a SymInt argument that no tensor input has bound (a bare
@@ -178,6 +185,9 @@ class Lowerer:
             return acc
         if isinstance(e, sympy.Mul):
             return self._fold(_DIM_MUL, [self._expr(t) for t in e.args])
+        if isinstance(e, sympy.Pow) and e.exp.is_Integer and 1 <= int(e.exp) <= 8:
+            # h*w of a square feature map under duck sizing: ((s0 - 1)//32 + 1)**2
+            return self._fold(_DIM_MUL, [self._expr(e.base)] * int(e.exp))
         name = type(e).__name__
         if name in ("CeilToInt", "FloorToInt") and type(e.args[0]).__name__ == "IntTrueDiv":
             # ceil(a / b), floor(a / b) of ints: an exact division, rounded
@@ -258,13 +268,25 @@ class Lowerer:
         v = self.env.get(arg)
         if v is None and arg in self.lazy:
             v = self.env[arg] = self.lazy.pop(arg)()
-        if v is None and isinstance(meta(arg), torch.SymInt):
-            # a size used as a number (StaticCache's counter + the prompt's
-            # length): a 0-d i64 tensor the session fills in
-            v = self.env[arg] = self.node("size_scalar", [], {"size": self.dims([meta(arg)])[0]})
+        if v is None and isinstance(meta(arg), (torch.SymInt, torch.SymFloat)):
+            v = self.env[arg] = self.size_number(arg)
         if v is None or isinstance(v, tuple):
             raise Unsupported(f"{arg.name} has no single libair value")
         return v
+
+    def size_number(self, node: Node) -> Value:
+        """A size used as a number, as a 0-d tensor the session fills in: a
+        SymInt (StaticCache's counter + the prompt's length) as i64, a SymInt
+        ratio (interpolate's scale, in/out) as f64, divided as Python divides
+        them, so the f32 product that reads it rounds as eager's does."""
+        val = meta(node)
+        if isinstance(val, torch.SymInt):
+            return self.node("size_scalar", [], {"size": self.dim(val)})
+        if node.target is operator.truediv and len(node.args) == 2:
+            a, b = (self.cast(self.value(x), torch.float64) if isinstance(x, Node) else
+                    self.scalar(float(x), torch.float64) for x in node.args)
+            return self.node("div", [a, b])
+        raise Unsupported(f"{node.name}: a symbolic number from {getattr(node.target, '__name__', node.target)}")
 
     def operand(self, arg: Any, dtype: torch.dtype) -> Value:
         """arg (a tensor node or a Python number) as a value of dtype."""

@@ -272,3 +272,45 @@ class UNet(nn.Module):
 
 def unet_small(classes: int = 2) -> UNet:
     return UNet(3, classes, width=32, depth=3)
+
+
+# --------------------------------------------------------------------------- detection
+
+
+class _ConvBNReLU(nn.Sequential):
+    def __init__(self, cin: int, cout: int, kernel_size: int = 3, stride: int = 1) -> None:
+        super().__init__(nn.Conv2d(cin, cout, kernel_size, stride, kernel_size // 2, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class TinyDetector(nn.Module):
+    """A RetinaNet-style detector at toy width: a strided backbone (C3-C5, strides 8-32), a
+    feature pyramid (lateral 1x1 convolutions, nearest upsampling to the finer level's size,
+    3x3 smoothing) and class/box heads shared by the levels, whose outputs are flattened to
+    [N, anchors, ...] and concatenated: the shape arithmetic of detection models over images
+    of any size (ceil-divided maps, interpolate's scale from sizes, reshapes by H*W)."""
+
+    def __init__(self, classes: int = 8, anchors: int = 3, width: int = 32) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(_ConvBNReLU(3, 16, 3, 2), _ConvBNReLU(16, 24, 3, 2))
+        self.c3 = nn.Sequential(_ConvBNReLU(24, 32, 3, 2), _ConvBNReLU(32, 32))
+        self.c4 = nn.Sequential(_ConvBNReLU(32, 64, 3, 2), _ConvBNReLU(64, 64))
+        self.c5 = nn.Sequential(_ConvBNReLU(64, 96, 3, 2), _ConvBNReLU(96, 96))
+        self.lateral = nn.ModuleList(nn.Conv2d(c, width, 1) for c in (32, 64, 96))
+        self.smooth = nn.ModuleList(nn.Conv2d(width, width, 3, padding=1) for _ in range(3))
+        self.cls = nn.Sequential(_ConvBNReLU(width, width), nn.Conv2d(width, anchors * classes, 3, padding=1))
+        self.box = nn.Sequential(_ConvBNReLU(width, width), nn.Conv2d(width, anchors * 4, 3, padding=1))
+        self.classes = classes
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        c3 = self.c3(self.stem(x))
+        c4 = self.c4(c3)
+        c5 = self.c5(c4)
+        p5 = self.lateral[2](c5)
+        p4 = self.lateral[1](c4) + F.interpolate(p5, size=c4.shape[-2:], mode="nearest")
+        p3 = self.lateral[0](c3) + F.interpolate(p4, size=c3.shape[-2:], mode="nearest")
+        feats = [self.smooth[0](p3), self.smooth[1](p4), self.smooth[2](p5)]
+        n = x.shape[0]
+        logits = torch.cat([self.cls(f).permute(0, 2, 3, 1).reshape(n, -1, self.classes) for f in feats], 1)
+        boxes = torch.cat([self.box(f).permute(0, 2, 3, 1).reshape(n, -1, 4) for f in feats], 1)
+        return logits.sigmoid(), boxes
