@@ -1,0 +1,7 @@
+# Tests of the `air` CLI: the .npy reader (C), the commands driven from a
+# shell script on files saved from C graphs, and the installed library
+# (install into a temporary prefix, build examples/c against it).
+add_executable(test_npy ${PROJECT_SOURCE_DIR}/tests/cli/test_npy.c)
+target_include_directories(test_npy PRIVATE ${PROJECT_SOURCE_DIR}/tests/c)
+target_link_libraries(test_npy PRIVATE air_npy air)
+add_test(NAME test_npy COMMAND test_npy)
