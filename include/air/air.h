@@ -30,6 +30,12 @@
 extern "C" {
 #endif
 
+/* Every declaration in this header is part of libair's ABI: exported from
+ * libair.so although the library is built with -fvisibility=hidden. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define AIR_VERSION_MAJOR 0
 #define AIR_VERSION_MINOR 1
 #define AIR_VERSION_PATCH 0
@@ -331,6 +337,10 @@ int air_get_num_threads(void);
 typedef void (*air_parallel_body)(void *ctx, int thread);
 typedef void (*air_parallel_runner)(air_parallel_body body, void *ctx, int nthreads, void *user);
 void air_set_parallel_runner(air_parallel_runner run, void *user);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -5,3 +5,10 @@ add_executable(test_npy ${PROJECT_SOURCE_DIR}/tests/cli/test_npy.c)
 target_include_directories(test_npy PRIVATE ${PROJECT_SOURCE_DIR}/tests/c)
 target_link_libraries(test_npy PRIVATE air_npy air)
 add_test(NAME test_npy COMMAND test_npy)
+
+# The installed library: only in a plain build (a sanitizer build's objects
+# need the sanitizer runtime, which the example's own build does not link)
+if(NOT AIR_SANITIZE)
+  add_test(NAME test_install COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/test_install.sh ${PROJECT_BINARY_DIR}
+    ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER})
+endif()

@@ -9,9 +9,7 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: air info | air ops\n"
-			"  info  library version, ISA chosen, threads\n"
-			"  ops   the op table\n");
+	fprintf(stderr, "usage: air version | air ops\n");
 	return 2;
 }
 
@@ -19,7 +17,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2)
 		return usage();
-	if (strcmp(argv[1], "info") == 0) {
+	if (strcmp(argv[1], "version") == 0) {
 		int v = air_version();
 		printf("libair %d.%d.%d\nisa %s\nthreads %d\nops %d\n", v / 10000, v / 100 % 100, v % 100,
 		       kcpu_isa_name(), air_get_num_threads(), air_op_count());
