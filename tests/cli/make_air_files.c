@@ -5,7 +5,7 @@
  *   mlp.air    x f32[batch, 4] -> y = relu(x W^T + b), y2 = y + y (named
  *              outputs, metadata)
  *   two.air    a f32[n, 3], b f32[n, 3] -> a + b (a symbol shared by inputs)
- *   bf16.air   h bf16[2, 3] -> relu(h) (bf16 in and out: f32 .npy files)
+ *   bf16.air   h bf16[2, 3] -> bf16(relu(f32(h))) (bf16 in and out: f32 .npy files)
  *   int.air    k i32[5] -> k + k
  * usage: make_air_files DIR */
 #include <stdio.h>
@@ -178,7 +178,13 @@ static void make_bf16(const char *dir)
 	TRY(air_graph_create(&g));
 	const air_dim d[2] = {2, 3};
 	TRY(air_graph_add_input(g, "h", AIR_BF16, 2, d, &h));
-	TRY(air_graph_add_node(g, "relu", &h, 1, NULL, 0, &r, 1, &no));
+	/* relu has no bf16 kernel: widen, relu, narrow */
+	air_value w, rw;
+	air_attr to32 = {.name = "dtype", .type = AIR_ATTR_INT, .i = AIR_F32};
+	air_attr to16 = {.name = "dtype", .type = AIR_ATTR_INT, .i = AIR_BF16};
+	TRY(air_graph_add_node(g, "cast", &h, 1, &to32, 1, &w, 1, &no));
+	TRY(air_graph_add_node(g, "relu", &w, 1, NULL, 0, &rw, 1, &no));
+	TRY(air_graph_add_node(g, "cast", &rw, 1, &to16, 1, &r, 1, &no));
 	TRY(air_graph_set_outputs(g, &r, 1));
 	save(g, dir, "bf16.air", NULL);
 	/* f32 inputs whose bf16 rounding is visible: 1 + 2^-9 rounds to 1, 1 +

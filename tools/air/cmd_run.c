@@ -49,6 +49,13 @@ int cmd_run(int argc, char **argv)
 	if (!outdir)
 		return cli_usage_error("run", "missing --output-dir");
 
+	/* the output folder first: a typo there should not cost a model load */
+	struct stat st_dir;
+	if (mkdir(outdir, 0777) != 0 && errno != EEXIST)
+		return cli_error("%s: %s", outdir, strerror(errno));
+	if (stat(outdir, &st_dir) != 0 || !S_ISDIR(st_dir.st_mode))
+		return cli_error("%s: Not a directory", outdir);
+
 	air_model *m = NULL;
 	air_session *s = NULL;
 	npy_array arrays[RUN_MAX_INPUTS];
@@ -123,10 +130,6 @@ int cmd_run(int argc, char **argv)
 	st = air_session_run(s);
 	if (st != AIR_OK) {
 		rc = cli_air_error("run", st);
-		goto done;
-	}
-	if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-		rc = cli_error("%s: %s", outdir, strerror(errno));
 		goto done;
 	}
 	for (int i = 0; i < n_out; i++) {
