@@ -21,13 +21,16 @@ for f in libair.a libair.so pkgconfig/libair.pc cmake/air/airConfig.cmake cmake/
 done
 "$prefix/bin/air" version >/dev/null
 
-expected="1.5 0 10
-0 0 0"
+# make a file with one build, run it with every build: x = ones(1, 4) ->
+# relu(x W^T + b) = [1.5, 0, 4]
+expected="output 0 f32 [1, 3]: 1.5 0 4"
 check() {
-	got=$("$@")
+	"$1" make "$tmp/tiny.air" || { echo "$1 make failed"; exit 1; }
+	got=$("$1" "$tmp/tiny.air")
 	if [ "$got" != "$expected" ]; then
-		echo "$*: got"; echo "$got"; echo "expected"; echo "$expected"; exit 1
+		echo "$1: got"; echo "$got"; echo "expected"; echo "$expected"; exit 1
 	fi
+	rm -f "$tmp/tiny.air"
 }
 
 for static in OFF ON; do
@@ -36,6 +39,9 @@ for static in OFF ON; do
 	cmake --build "$tmp/ex-$static" >"$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
 	check "$tmp/ex-$static/air_example"
 done
+# the installed air binary reads what the example saved
+"$tmp/ex-OFF/air_example" make "$tmp/tiny.air"
+"$prefix/bin/air" info "$tmp/tiny.air" | grep -qF "f32[batch, 4]" || { echo "installed air info failed"; exit 1; }
 # the shared build really uses libair.so
 if command -v ldd >/dev/null; then
 	ldd "$tmp/ex-OFF/air_example" | grep -q "libair.so" || { echo "air_example (shared) does not load libair.so"; exit 1; }
