@@ -7,6 +7,7 @@
  *   two.air    a f32[n, 3], b f32[n, 3] -> a + b (a symbol shared by inputs)
  *   bf16.air   h bf16[2, 3] -> bf16(relu(f32(h))) (bf16 in and out: f32 .npy files)
  *   int.air    k i32[5] -> k + k
+ *   ext.air    mlp.air with W saved as an external constant
  * usage: make_air_files DIR */
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,13 @@ static void make_mlp(const char *dir)
 	o.output_names = out_names;
 	o.n_output_names = 2;
 	save(g, dir, "mlp.air", &o);
+	/* the same graph with its weight saved as external (no bytes): the
+	 * CLI cannot bind it and says so */
+	const char *ext_names[1] = {"w"};
+	o.externals = &wv;
+	o.external_names = ext_names;
+	o.n_externals = 1;
+	save(g, dir, "ext.air", &o);
 	for (int rows = 1; rows <= 5; rows += 4) {
 		float xv[5 * 4];
 		for (int i = 0; i < rows * 4; i++)

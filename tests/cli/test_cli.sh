@@ -70,6 +70,8 @@ expect 1 "junk.air" "$air" info "$t/junk.air"
 head -c 40 "$t/mlp.air" >"$t/short.air"
 expect 1 "short.air" "$air" info "$t/short.air"
 expect 1 "" "$air" info "$t"
+expect 1 "1 external constant (not stored in the file)" "$air" info "$t/ext.air"
+expect 1 "1 external constant (not stored in the file)" "$air" run "$t/ext.air" --input "$t/mlp_x1.npy" --output-dir "$t/e"
 
 # ---- run: results equal an in-process run, byte for byte
 for rows in 1 5; do

@@ -62,8 +62,9 @@ int cli_load(const char *path, int threads, uint32_t extra_flags, air_file **fil
 		return cli_air_error(path, st);
 	if (air_file_external_count(f) > 0) {
 		/* the compile cache's entries keep the weights out of the file */
-		cli_error("%s: %d constants are external (not stored in the file), which only the program that "
-			  "saved it can bind", path, air_file_external_count(f));
+		int n = air_file_external_count(f);
+		cli_error("%s: %d external constant%s (not stored in the file), which only the program that saved "
+			  "it can bind", path, n, n == 1 ? "" : "s");
 		air_file_close(f);
 		return CLI_ERROR;
 	}
