@@ -310,6 +310,39 @@ typedef struct sec_entry {
 	uint64_t offset, len;
 } sec_entry;
 
+/* Every byte outside the header, the table and the sections (alignment
+ * padding) must be zero, so that no byte of a file escapes the checks. */
+static air_status check_gaps(const uint8_t *d, size_t size, uint64_t header_size, uint64_t table, uint32_t n_sec,
+			     const sec_entry *sec)
+{
+	/* the covered ranges, sorted by start (insertion sort: at most
+	 * AF_MAX_SECTIONS + 1 of them) */
+	uint64_t start[AF_MAX_SECTIONS + 1], end[AF_MAX_SECTIONS + 1];
+	int n = 0;
+	for (uint32_t i = 0; i <= n_sec; i++) {
+		uint64_t s = i < n_sec ? sec[i].offset : table;
+		uint64_t e = i < n_sec ? sec[i].offset + sec[i].len : table + (uint64_t)n_sec * AF_ENTRY_SIZE;
+		int k = n++;
+		while (k > 0 && start[k - 1] > s) {
+			start[k] = start[k - 1];
+			end[k] = end[k - 1];
+			k--;
+		}
+		start[k] = s;
+		end[k] = e;
+	}
+	uint64_t pos = header_size;
+	for (int i = 0; i <= n; i++) {
+		uint64_t next = i < n ? start[i] : size;
+		for (uint64_t p = pos; p < next; p++)
+			if (d[p])
+				return BAD("non-zero byte at %llu outside every section", (unsigned long long)p);
+		if (i < n && end[i] > pos)
+			pos = end[i];
+	}
+	return AIR_OK;
+}
+
 air_status af_parse(struct air_file *f, uint32_t flags)
 {
 	const uint8_t *d = f->data;
@@ -333,7 +366,7 @@ air_status af_parse(struct air_file *f, uint32_t flags)
 	uint64_t file_size = af_load_u64(d + AF_H_FILE_SIZE);
 	uint64_t table = af_load_u64(d + AF_H_TABLE_OFFSET);
 	uint32_t n_sec = af_load_u32(d + AF_H_SECTION_COUNT);
-	if (header_size < AF_HEADER_SIZE || header_size > size)
+	if (header_size != AF_HEADER_SIZE) /* version 1's; a larger header is a new version */
 		return BAD("header size %u", header_size);
 	if (file_size != size)
 		return BAD("the header says %llu bytes, the file has %zu (truncated?)", (unsigned long long)file_size,
@@ -384,6 +417,7 @@ air_status af_parse(struct air_file *f, uint32_t flags)
 	}
 	if (graph < 0)
 		return BAD("no graph section");
+	AIR_TRY(check_gaps(d, size, header_size, table, n_sec, sec));
 	if (weights >= 0) {
 		if (sec[weights].offset % AF_ALIGN)
 			return BAD("weights section not %u-aligned", AF_ALIGN);

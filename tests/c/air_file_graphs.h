@@ -140,6 +140,11 @@ static air_status agf_cnn(air_graph *g)
 	return air_graph_set_outputs(g, &y, 1);
 }
 
+/* agf_run refuses (AIR_OUT_OF_MEMORY, nothing run) an input, output or
+ * arena larger than this: the damage tests run graphs whose sizes a
+ * mutation may have made enormous. */
+static size_t agf_max_bytes = (size_t)-1;
+
 /* Runs m on inputs made from seed with symbol size `size` (every symbolic
  * input dim becomes size); *outs gets malloc'ed outputs (n_out of them),
  * sizes in nbytes. The caller frees. */
@@ -157,12 +162,14 @@ static air_status agf_run(const air_model *m, int64_t size, uint32_t seed, void 
 		air_dim dims[AIR_MAX_RANK];
 		int64_t cd[AIR_MAX_RANK];
 		st = air_model_input_info(m, i, &dt, &rank, dims);
-		size_t numel = 1;
-		for (int d = 0; d < rank; d++) {
+		size_t numel = 1, es = air_dtype_size(dt);
+		for (int d = 0; st == AIR_OK && d < rank; d++) {
 			cd[d] = dims[d] >= 0 ? dims[d] : size;
-			numel *= (size_t)cd[d];
+			if (__builtin_mul_overflow(numel, (size_t)cd[d], &numel) || numel > agf_max_bytes / (es + 1))
+				st = AIR_OUT_OF_MEMORY;
 		}
-		size_t es = air_dtype_size(dt);
+		if (st != AIR_OK)
+			break;
 		ins[i] = malloc(numel * es + 1);
 		if (!ins[i]) {
 			st = AIR_OUT_OF_MEMORY;
@@ -191,8 +198,15 @@ static air_status agf_run(const air_model *m, int64_t size, uint32_t seed, void 
 		if (st != AIR_OK)
 			break;
 		size_t n = air_dtype_size(dt);
-		for (int d = 0; d < rank; d++)
-			n *= (size_t)dims[d];
+		for (int d = 0; st == AIR_OK && d < rank; d++)
+			if (__builtin_mul_overflow(n, (size_t)dims[d], &n) || n > agf_max_bytes)
+				st = AIR_OUT_OF_MEMORY;
+		air_memory_info mi = {.size = sizeof mi};
+		if (st == AIR_OK && agf_max_bytes != (size_t)-1 && air_session_memory_info(s, &mi) == AIR_OK &&
+		    mi.arena_bytes + mi.workspace_bytes > agf_max_bytes)
+			st = AIR_OUT_OF_MEMORY;
+		if (st != AIR_OK)
+			break;
 		nbytes[o] = n;
 		outs[o] = calloc(1, n + 1);
 		if (!outs[o]) {

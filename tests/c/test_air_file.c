@@ -188,6 +188,7 @@ static void *with_extra_section(const void *buf, size_t size, uint32_t kind, uin
 	uint8_t *c = calloc(1, total);
 	memcpy(c, b, size);
 	memcpy(c + tpos, b + table, n * AF_ENTRY_SIZE);
+	memset(c + table, 0, n * AF_ENTRY_SIZE); /* the old table: now padding, which must be zero */
 	uint8_t *e = c + tpos + n * AF_ENTRY_SIZE;
 	uint8_t payload[8] = "payload";
 	memcpy(c + total - 8, payload, 8);
