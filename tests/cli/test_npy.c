@@ -3,10 +3,12 @@
  * each refusal with its message, and a mutation run: hundreds of damaged
  * files (bit flips, truncations, junk, huge sizes) give an error or a
  * consistent array, never a crash (the ASan build checks reads and leaks). */
+#define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "air/air.h"
 #include "check.h"
@@ -96,6 +98,7 @@ static void test_round_trip(void)
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
 	if (fd >= 0) {
+		close(fd);
 		char err[NPY_ERR_SIZE];
 		const int64_t dims[2] = {4, 3};
 		float x[12];
