@@ -203,14 +203,14 @@ int cmd_bench(int argc, char **argv)
 		int64_t od[AIR_MAX_RANK];
 		air_dtype dt;
 		air_dim md[AIR_MAX_RANK];
+		int mrank;
 		st = air_session_output_shape(s, i, &rank, od);
 		if (st == AIR_OK)
-			st = air_model_output_info(m, i, &dt, &rank, md);
+			st = air_model_output_info(m, i, &dt, &mrank, md);
 		if (st != AIR_OK) {
 			rc = cli_air_error("inputs", st);
 			goto done;
 		}
-		air_session_output_shape(s, i, &rank, od);
 		size_t bytes = air_dtype_size(dt);
 		for (int d = 0; d < rank; d++)
 			bytes *= (size_t)od[d];
@@ -235,8 +235,11 @@ int cmd_bench(int argc, char **argv)
 	double sum = 0;
 	for (long k = 0; k < iters; k++)
 		sum += times[k];
-	printf("%s: %ld runs after %ld warm-up, threads %d\n", path, iters, warmup,
-	       threads ? (int)threads : air_get_num_threads());
+	if (threads)
+		printf("%s: %ld runs after %ld warm-up, threads %ld\n", path, iters, warmup, threads);
+	else
+		printf("%s: %ld runs after %ld warm-up, threads as the file says (process default %d)\n", path, iters,
+		       warmup, air_get_num_threads());
 	printf("median %.4f ms  min %.4f  p10 %.4f  p90 %.4f  max %.4f  mean %.4f  (spread p90/p10 %.2fx)\n",
 	       times[iters / 2] * 1e3, times[0] * 1e3, times[iters / 10] * 1e3, times[iters * 9 / 10] * 1e3,
 	       times[iters - 1] * 1e3, sum / (double)iters * 1e3,
