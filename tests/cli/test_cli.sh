@@ -138,9 +138,14 @@ expect 2 "unexpected argument" "$air" bench "$t/mlp.air" extra
 
 # ---- dump
 expect 0 "graph after the passes" "$air" dump "$t/mlp.air"
+expect 0 "graph before the passes" "$air" dump "$t/mlp.air"
+expect 0 "{linear epilogue: + bias -> relu}" "$air" dump "$t/mlp.air" --after
+expect 0 "[linear" "$air" dump "$t/mlp.air" --after
+expect 2 "not both" "$air" dump "$t/mlp.air" --dot --before --after
 expect 0 "= linear(" "$air" dump "$t/mlp.air" --before
 expect 0 "input 0 'x' : f32[batch, 4]" "$air" dump "$t/mlp.air" --before
 expect 0 "digraph \"air after passes\"" "$air" dump "$t/mlp.air" --dot
+expect 0 "digraph \"air after passes\"" "$air" dump "$t/mlp.air" --dot --after
 expect 0 "digraph \"air before passes\"" "$air" dump --dot --before "$t/mlp.air"
 expect 2 "missing FILE" "$air" dump --dot
 expect 2 "unknown option" "$air" dump "$t/mlp.air" --svg

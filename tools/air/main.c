@@ -16,7 +16,8 @@ static const struct {
 	 "run once; writes DIR/out0.npy, out1.npy, ..."},
 	{"bench", "FILE [--iters N] [--warmup W] [--threads T] [--input A.npy ...] [--dim NAME=VALUE ...]",
 	 "median latency and spread (random inputs when none is given)"},
-	{"dump", "FILE [--dot] [--before]", "the compiled graph as text, or as Graphviz DOT (after the passes, or before)"},
+	{"dump", "FILE [--dot] [--before] [--after]",
+	 "the graph before and after the passes as text; --dot: Graphviz DOT of one (after, or --before)"},
 	{"version", "", "library version, ISA chosen, threads, op count"},
 	{"ops", "", "the op table"},
 };
