@@ -30,6 +30,12 @@
 extern "C" {
 #endif
 
+/* Every declaration in this header is part of libair's ABI: exported from
+ * libair.so although the library is built with -fvisibility=hidden. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define AIR_VERSION_MAJOR 0
 #define AIR_VERSION_MINOR 1
 #define AIR_VERSION_PATCH 0
@@ -232,6 +238,10 @@ int air_model_output_count(const air_model *model);
  * gets its dims, symbolic ones negative. */
 air_status air_model_input_info(const air_model *model, int i, air_dtype *dtype, int *rank, air_dim *dims);
 air_status air_model_output_info(const air_model *model, int i, air_dtype *dtype, int *rank, air_dim *dims);
+/* Writes a readable form of one of the model's dims (a symbolic dim from
+ * air_model_input_info/output_info: "batch", "seq*2") into buf (always
+ * terminated), as air_graph_dim_string does for a graph. */
+air_status air_model_dim_string(const air_model *model, air_dim dim, char *buf, size_t size);
 
 /* A human-readable compile report: ops before and after the passes, each
  * pass's log, fused groups and their members, the kernel of every step, and
@@ -247,6 +257,12 @@ const char *air_model_report(const air_model *model);
  * with buf NULL and size 0 asks for the size. */
 enum { AIR_DOT_BEFORE_PASSES = 0, AIR_DOT_AFTER_PASSES = 1 };
 air_status air_model_dot(const air_model *model, int which, char *buf, size_t size, size_t *length);
+
+/* The same graph as plain text, one line per input, constant and node
+ * ("%7 = linear(%0, %3, %4) : f32[batch, 3]  [linear_gemm_packed]"),
+ * with attributes by name and, after the passes, each step's kernel. Same
+ * which, buf, size and length rules as air_model_dot. */
+air_status air_model_text(const air_model *model, int which, char *buf, size_t size, size_t *length);
 
 /* What the memory plan does for one set of input sizes. Set size to
  * sizeof(air_memory_info) before the call; fields may be added at the end. */
@@ -468,6 +484,10 @@ air_status air_model_load_buffer(const void *data, size_t size, const air_compil
 const char *air_model_input_name(const air_model *model, int i);
 const char *air_model_output_name(const air_model *model, int i);
 const char *air_model_metadata(const air_model *model, const char *key);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
