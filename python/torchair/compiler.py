@@ -234,6 +234,9 @@ def lower_subgraph(
     air = AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args,
                       seeded)
     air.converted = list(L.converted)
+    dump = getattr(getattr(getattr(config, "extras", None), "debug", None), "current", None)
+    if dump is not None and dump.options.data_dump.enabled:
+        air.debug = dump.data_hook(sub)
     return air
 
 
@@ -278,6 +281,9 @@ def _drop_short(partitions: list[Any], least: int | None, reasons: dict[Node, st
 
 
 def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> tuple[Any, CompileReport]:
+    from torchair.log import sync_c_level
+
+    sync_c_level()  # libair's messages at the level torchair's logger has now
     report = CompileReport(graph=graph_kind)
     # set by the backend: {argument position: the real tensor to freeze}, and
     # "on" or why freezing is off for this graph

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "core/graph.h"
+#include "passes/pass.h"
 #include "kernels/common/kernel.h"
 #include "plan/arena.h"
 #include "platform/pool.h"
@@ -36,6 +37,10 @@ struct air_model {
 	air_memory_info run_mem;
 	char *autotune_cache;     /* AIR_COMPILE_AUTOTUNE's file, or NULL */
 	struct rt_tune_result *tune; /* per step, with AIR_COMPILE_AUTOTUNE; else NULL */
+	/* compile phases (air_model_compile_phases): the passes, then kernel
+	 * selection and the memory plan */
+	pass_time phases[PASS_MAX_TIMES + 2];
+	int n_phases;
 };
 
 /* What the autotuner did for one step (autotune.c). */
