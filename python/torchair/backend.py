@@ -200,7 +200,10 @@ def _aten_compiler(
             frozen, note = _map_to_aot(gm, example_inputs, candidates or {}, n_dynamo)
             gm.meta["torchair_freeze"] = (frozen, note, {i for i in stats if i in frozen})
         try:
-            compiled, report = compile_graph(gm, config, kind)
+            from torchair.trace import span
+
+            with span(f"torchair compile ({kind} graph)", nodes=len(gm.graph.nodes)):
+                compiled, report = compile_graph(gm, config, kind)
         finally:
             if dump is not None:
                 dump.options.current = None

@@ -36,6 +36,8 @@ from torchair.partition import (
     is_size_node,
 )
 from torchair.subgraph import AirSubgraph, CompileReport, SubgraphReport
+from torchair.trace import add_c_phases
+from torchair.trace import span as trace_span
 from torchair.write_back import gather as gather_write_backs
 from torchair.write_back import is_write_back
 
@@ -223,13 +225,15 @@ def lower_subgraph(
     outs = [L.node("cast", [v], {"dtype": storage_dtype(dt)}) if dt in LOW_PRECISION else v
             for v, dt in zip(outs, out_dtypes)]
     L.g.outputs(outs)
-    model = L.g.compile(
-        in_dtypes, out_dtypes, _empty, flags=_compile_flags(config),
-        num_threads=getattr(getattr(config, "extras", None), "num_threads", 0),
-        fusion_threshold=config.fusion_threshold or 0,
-        disabled_passes=_disabled_passes(config),
-        autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
-    )
+    with trace_span("libair compile", nodes=len(sub.graph.nodes)):
+        model = L.g.compile(
+            in_dtypes, out_dtypes, _empty, flags=_compile_flags(config),
+            num_threads=getattr(getattr(config, "extras", None), "num_threads", 0),
+            fusion_threshold=config.fusion_threshold or 0,
+            disabled_passes=_disabled_passes(config),
+            autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
+        )
+    add_c_phases(model, "")
     all_tensors = len(tensor_args) == len(placeholders)
     air = AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args,
                       seeded)
@@ -304,7 +308,8 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
     partitioner = CapabilityBasedPartitioner(
         gm, support, allows_single_node_partition=True, non_compute_ops=list(_VIEW_OPS)
     )
-    partitions = partitioner.propose_partitions()
+    with trace_span("partition", ops=report.total_ops):
+        partitions = partitioner.propose_partitions()
     limit = 1 if config.dynamic_graph_mode else config.max_static_subgraph_ops
     if limit is not None:
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -337,7 +342,8 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         part_ops[node.target] = ops
         try:
             try:
-                compiled = lower_subgraph(sub, node.args, config, frozen)
+                with trace_span(f"lower {node.target}", ops=len(ops)):
+                    compiled = lower_subgraph(sub, node.args, config, frozen)
             except (Unsupported, TorchairError):
                 if not any(a in frozen for a in node.args):
                     raise
