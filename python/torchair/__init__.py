@@ -22,6 +22,7 @@ from torchair.facade import (
     register_fx_node_ge_converter,
     use_internal_format_weight,
 )
+from torchair.lowering.user import register_lowering
 from torchair.patterns import register_replacement
 from torchair.report import explain
 from torchair.threads import get_thread_backend, set_thread_backend
@@ -53,6 +54,7 @@ __all__ = [
     "register_fx_node_ge_converter",
     "patch_for_hcom",
     "register_replacement",
+    "register_lowering",
     "logger",
     "configs",
     "inference",
