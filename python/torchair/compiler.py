@@ -238,9 +238,12 @@ def lower_subgraph(
     air = AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args,
                       seeded)
     air.converted = list(L.converted)
-    dump = getattr(getattr(getattr(config, "extras", None), "debug", None), "current", None)
-    if dump is not None and dump.options.data_dump.enabled:
-        air.debug = dump.data_hook(sub)
+    debug = getattr(getattr(config, "extras", None), "debug", None)
+    if debug is not None:
+        if debug.keep_sources:
+            air.source = sub
+        if debug.current is not None and debug.data_dump.enabled:
+            air.debug = debug.current.data_hook(sub)
     return air
 
 

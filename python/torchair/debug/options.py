@@ -49,6 +49,8 @@ class DebugOptions:
     data_dump: DataDumpOptions = field(default_factory=DataDumpOptions)
     # set per graph while it compiles (torchair.debug.dumps.GraphDump)
     current: Any = None
+    # each AirSubgraph keeps its FX submodule as .source (torchair.debug.accuracy)
+    keep_sources: bool = False
 
     @property
     def active(self) -> bool:
