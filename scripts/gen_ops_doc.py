@@ -99,7 +99,7 @@ def markdown() -> str:
         else:
             continue  # Python operators (getitem) are not ATen ops
         module = getattr(fn, "__module__", "").rsplit(".", 1)[-1]
-        if not module or not getattr(fn, "__module__", "").startswith("torchair.lowering."):
+        if module == "user" or not getattr(fn, "__module__", "").startswith("torchair.lowering."):
             continue  # a user's lowering (register_lowering) is not torchair's
         family = FAMILIES.get(module, module)
         table.setdefault(family, {}).setdefault(f"{ns}.{packet}", []).append(overload)
