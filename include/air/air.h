@@ -485,6 +485,52 @@ const char *air_model_input_name(const air_model *model, int i);
 const char *air_model_output_name(const air_model *model, int i);
 const char *air_model_metadata(const air_model *model, const char *key);
 
+
+/* ---- log messages and traces ------------------------------------------- */
+
+/* libair's messages, most severe first. A message is delivered when its
+ * level is at most the level set (default AIR_LOG_WARNING); below that it is
+ * not even formatted. */
+typedef enum air_log_level {
+	AIR_LOG_ERROR = 0,
+	AIR_LOG_WARNING = 1,
+	AIR_LOG_INFO = 2,
+	AIR_LOG_DEBUG = 3,
+} air_log_level;
+
+/* Receives every delivered message (one line, no newline), on the thread
+ * that made it, which may be any thread compiling or running a model. */
+typedef void (*air_log_fn)(air_log_level level, const char *message, void *user);
+
+/* The one callback for all messages; NULL drops them (the default). Set it
+ * and the level before compiling, not while a model compiles or runs. */
+void air_set_log_callback(air_log_fn fn, void *user);
+void air_set_log_level(air_log_level level);
+air_log_level air_get_log_level(void);
+
+/* Compile phases of a model, in the order they ran: each pass that ran (by
+ * its name, "simplify"), then "kernel selection" and "memory plan". Start times are
+ * CLOCK_MONOTONIC nanoseconds (Python's time.monotonic_ns()). */
+int air_model_compile_phases(const air_model *model);
+air_status air_model_compile_phase(const air_model *model, int i, const char **name, uint64_t *start_ns,
+				   uint64_t *dur_ns);
+
+/* Per-run step events: after air_session_trace_enable(s, capacity) with
+ * capacity > 0 every run records, for each step that ran a kernel, its start
+ * (CLOCK_MONOTONIC ns), its duration and the id of the thread that ran it
+ * (Linux: the kernel's thread id), until capacity events are held; later
+ * events are counted as dropped. capacity 0 turns tracing off and frees
+ * the events. */
+air_status air_session_trace_enable(air_session *session, int capacity);
+int air_session_trace_count(const air_session *session);
+uint64_t air_session_trace_dropped(const air_session *session);
+air_status air_session_trace_event(const air_session *session, int i, int *step, uint64_t *start_ns,
+				   uint64_t *dur_ns, uint64_t *thread);
+/* Tensor j of step's last run (its inputs, then its outputs): dtype, rank
+ * and dims; *is_output says which. AIR_INVALID_ARGUMENT past the last. */
+air_status air_session_step_tensor(const air_session *session, int step, int j, int *is_output,
+				   air_dtype *dtype, int *rank, int64_t dims[AIR_MAX_RANK]);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -12,6 +12,7 @@ from torchair import configs, ge, inference, ops, scope  # noqa: F401  (TorchAir
 from torchair.backend import get_backend, get_npu_backend, torchair_backend
 from torchair.config import CompilerConfig, get_npu_backend_config, valid_options
 from torchair.core.utils import logger
+from torchair import log as _log
 from torchair.errors import NotBuiltError, OptionError, TorchairError
 from torchair.facade import (
     dynamo_export,
@@ -21,9 +22,12 @@ from torchair.facade import (
     register_fx_node_ge_converter,
     use_internal_format_weight,
 )
+from torchair.lowering.user import register_lowering
 from torchair.patterns import register_replacement
 from torchair.report import explain
 from torchair.threads import get_thread_backend, set_thread_backend
+
+_log.install()  # TORCHAIR_LOG, and libair's messages on the torchair.c logger
 
 __version__ = "0.1.0"
 
@@ -50,6 +54,7 @@ __all__ = [
     "register_fx_node_ge_converter",
     "patch_for_hcom",
     "register_replacement",
+    "register_lowering",
     "logger",
     "configs",
     "inference",

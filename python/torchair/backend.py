@@ -182,7 +182,15 @@ def _aten_compiler(
         from functorch.compile import make_boxed_func
 
         extras = getattr(config, "extras", None)
-        if extras is not None and _tree_passes(gm, example_inputs, config, extras):
+        eager = extras is not None and _tree_passes(gm, example_inputs, config, extras)
+        dump = None
+        if extras is not None and extras.debug.active:
+            from torchair.debug.dumps import GraphDump
+
+            dump = GraphDump(gm, kind, extras.debug)
+        if eager or (dump is not None and dump.skip_compile):
+            if dump is not None:
+                dump.finish(None)
             return make_boxed_func(gm.forward)
         if config.freezing is False:
             gm.meta["torchair_freeze"] = ({}, "off (freezing=False)", set())
@@ -191,7 +199,17 @@ def _aten_compiler(
         else:
             frozen, note = _map_to_aot(gm, example_inputs, candidates or {}, n_dynamo)
             gm.meta["torchair_freeze"] = (frozen, note, {i for i in stats if i in frozen})
-        compiled, report = compile_graph(gm, config, kind)
+        try:
+            from torchair.trace import span
+
+            with span(f"torchair compile ({kind} graph)", nodes=len(gm.graph.nodes)):
+                compiled, report = compile_graph(gm, config, kind)
+        finally:
+            if dump is not None:
+                dump.options.current = None
+        _log_compile(report)
+        if dump is not None:
+            dump.finish(report)
         if recorder is not None:
             recorder.append(report)
         if direct is not None and (marks := _direct_marks(gm, example_inputs, n_dynamo)) is not None:
@@ -199,6 +217,21 @@ def _aten_compiler(
         return make_boxed_func(compiled.forward)
 
     return compile_aten
+
+
+def _log_compile(report: CompileReport) -> None:
+    """What a compile did, on torchair.compile: a line at info, each fallback at debug."""
+    from torchair.log import get_logger
+
+    log = get_logger("compile")
+    if log.isEnabledFor(20):
+        log.info(
+            "%s graph: %d ops, %d compiled in %d subgraph(s), %d left to eager",
+            report.graph, report.total_ops, report.compiled_ops, sum(s.compiled for s in report.subgraphs),
+            len(report.fallbacks),
+        )
+        for node, op, reason in report.fallbacks:
+            log.debug("eager %s (%s): %s", node, op, reason)
 
 
 def _tree_passes(gm: GraphModule, example_inputs: list[Any], config: CompilerConfig, extras: Extras) -> bool:

@@ -36,6 +36,8 @@ from torchair.partition import (
     is_size_node,
 )
 from torchair.subgraph import AirSubgraph, CompileReport, SubgraphReport
+from torchair.trace import add_c_phases
+from torchair.trace import span as trace_span
 from torchair.write_back import gather as gather_write_backs
 from torchair.write_back import is_write_back
 
@@ -229,17 +231,25 @@ def lower_subgraph(
     outs = [L.raw[r] if dt in LOW_PRECISION and r in L.raw else _stored(L, v, dt)
             for r, v, dt in zip(results, outs, out_dtypes)]
     L.g.outputs(outs)
-    model = L.g.compile(
-        in_dtypes, out_dtypes, _empty, flags=_compile_flags(config),
-        num_threads=getattr(getattr(config, "extras", None), "num_threads", 0),
-        fusion_threshold=config.fusion_threshold or 0,
-        disabled_passes=_disabled_passes(config),
-        autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
-    )
+    with trace_span("libair compile", nodes=len(sub.graph.nodes)):
+        model = L.g.compile(
+            in_dtypes, out_dtypes, _empty, flags=_compile_flags(config),
+            num_threads=getattr(getattr(config, "extras", None), "num_threads", 0),
+            fusion_threshold=config.fusion_threshold or 0,
+            disabled_passes=_disabled_passes(config),
+            autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
+        )
+    add_c_phases(model, "")
     all_tensors = len(tensor_args) == len(placeholders)
     air = AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args,
                       seeded)
     air.converted = list(L.converted)
+    debug = getattr(getattr(config, "extras", None), "debug", None)
+    if debug is not None:
+        if debug.keep_sources:
+            air.source = sub
+        if debug.current is not None and debug.data_dump.enabled:
+            air.debug = debug.current.data_hook(sub)
     return air
 
 
@@ -290,6 +300,9 @@ def _drop_short(partitions: list[Any], least: int | None, reasons: dict[Node, st
 
 
 def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> tuple[Any, CompileReport]:
+    from torchair.log import sync_c_level
+
+    sync_c_level()  # libair's messages at the level torchair's logger has now
     report = CompileReport(graph=graph_kind)
     # set by the backend: {argument position: the real tensor to freeze}, and
     # "on" or why freezing is off for this graph
@@ -310,7 +323,8 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
     partitioner = CapabilityBasedPartitioner(
         gm, support, allows_single_node_partition=True, non_compute_ops=list(_VIEW_OPS)
     )
-    partitions = partitioner.propose_partitions()
+    with trace_span("partition", ops=report.total_ops):
+        partitions = partitioner.propose_partitions()
     limit = 1 if config.dynamic_graph_mode else config.max_static_subgraph_ops
     if limit is not None:
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -343,7 +357,8 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         part_ops[node.target] = ops
         try:
             try:
-                compiled = lower_subgraph(sub, node.args, config, frozen)
+                with trace_span(f"lower {node.target}", ops=len(ops)):
+                    compiled = lower_subgraph(sub, node.args, config, frozen)
             except (Unsupported, TorchairError):
                 if not any(a in frozen for a in node.args):
                     raise

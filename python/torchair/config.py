@@ -168,6 +168,8 @@ class CompilerConfig:
         flat = CompilerConfig(**self.as_dict())
         extras = Extras(user_config=self)
         apply_tree(self._groups, flat, extras)
+        # debug.data_dump.filter is a plain attribute in TorchAir's tree (any value), not a leaf
+        extras.debug.data_dump.filter = getattr(self._groups.debug.data_dump, "filter", None)
         flat.check_built()
         object.__setattr__(flat, "extras", extras)
         return flat, extras

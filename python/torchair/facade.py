@@ -65,7 +65,7 @@ def register_fx_node_ge_converter(aten_op: Any) -> Callable[[Callable[..., Any]]
         2,
         "unsupported",
         f"register_fx_node_ge_converter({aten_op}) builds an Ascend GE graph for the op; torchair runs an op it "
-        "lacks in eager, and torchair.register_lowering (the debug-surface issue, #36) will teach it new ones",
+        "lacks in eager, and torchair.register_lowering(op, fn), fn written in torch ops, teaches it new ones",
     )
 
 
@@ -78,7 +78,6 @@ def patch_for_hcom() -> None:
     logger.warning("For versions 2.3.1 and above of PyTorch, there is no need to call patch_for_hcom anymore.")
 
 
-_DEBUG = "the debug-surface issue (#36)"
 API: dict[str, Outcome] = {
     "torchair.CompilerConfig": Outcome("built", "torchair's CompilerConfig: its own options and TorchAir's groups (the table above)"),
     "torchair.configs.compiler_config.CompilerConfig": Outcome("built", "the same object as torchair.CompilerConfig"),
@@ -95,7 +94,14 @@ API: dict[str, Outcome] = {
     "torchair.dynamo_export(...)": Outcome("not_built", "model files are the deployment issue (#35)"),
     "torchair.use_internal_format_weight(model)": Outcome("not_built", "in-place ahead-of-time weight packing"),
     "torchair.npu_format_cast_via_cpu(...)": Outcome("not_built", "NPU-private tensor formats"),
-    "torchair.register_fx_node_ge_converter(op)": Outcome("not_built", "GE converters; torchair.register_lowering is " + _DEBUG),
+    "torchair.register_fx_node_ge_converter(op)": Outcome(
+        "not_built", "GE converters; torchair.register_lowering(op, fn), fn in torch ops, teaches torchair an op"
+    ),
+    "torchair.register_lowering(op, fn)": Outcome(
+        "built",
+        "fn, written in torch ops on the op's arguments, is traced to ATen and lowered with torchair's lowerings: "
+        "a torch.library.custom_op compiles instead of falling back (docs/debugging.md)",
+    ),
     "torchair.ge.*": Outcome("not_built", "Ascend GE graph building"),
     "torchair.logger, torchair.core.utils.logger": Outcome(
         "built", "the 'torchair' logger with TorchAir's EVENT level and warning_once; TNG_LOG_LEVEL (0-4) sets its level"

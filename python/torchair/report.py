@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -22,6 +23,17 @@ from torchair.config import config_from
 @dataclass
 class ExplainReport:
     graphs: list[CompileReport] = field(default_factory=list)
+    # compile phases and runs as timed spans (profile() records them: torchair.trace)
+    spans: list[Any] = field(default_factory=list, repr=False)
+    # per compiled model (by id): its runs' step events, ([(step, start_ns, dur_ns, tid)], dropped)
+    kernel_trace: dict[int, Any] = field(default_factory=dict, repr=False)
+
+    def write_trace(self, path: str | Path) -> str:
+        """Writes a Chrome/Perfetto trace (trace-event JSON) of the compile's phases and of
+        every kernel of every profiled run (see ``torchair.trace``); returns the path."""
+        from torchair.trace import write_trace
+
+        return write_trace(self, path)
 
     @property
     def fallbacks(self) -> list[tuple[str, str, str]]:
@@ -107,24 +119,51 @@ def profile(model: Any, *inputs: Any, runs: int = 10, options: dict[str, Any] | 
     ``profile()`` gives the time per kernel over those runs (the first call,
     which also first-touches the memory plan's arena, is not counted):
     ``print(format_profile(torchair.report.profile(model, x).profile()))``."""
+    import time
+
+    from torchair import trace
+
     config = config_from(options, None)
     config.check_built()
     recorder: list[CompileReport] = []
+    spans = trace.Recorder()
+    last = [0]  # when dynamo was last in charge: the first call's start, then each backend's end
 
     def backend(gm: Any, example_inputs: Any) -> Any:
-        return _backend(gm, example_inputs, config, recorder)
+        now = time.monotonic_ns()
+        spans.add(trace.Span("dynamo", "compile", last[0], now - last[0], threading.get_native_id()))
+        try:
+            with trace.span("aot_autograd", nodes=len(gm.graph.nodes)):
+                return _backend(gm, example_inputs, config, recorder)
+        finally:
+            last[0] = time.monotonic_ns()
 
     compiled = torch.compile(model, backend=backend, **kwargs)
     training = getattr(model, "training", False)
     with torch.set_grad_enabled(training and torch.is_grad_enabled()):
-        compiled(*inputs)
-        for g in recorder:
-            for sub in g.subgraphs:
-                if sub.compiled and sub.model is not None:
-                    sub.model.profile_reset()
-        for _ in range(runs):
-            compiled(*inputs)
-    return ExplainReport(recorder)
+        with trace.recording(spans):
+            last[0] = time.monotonic_ns()
+            with trace.span("first call: capture, compile, run", cat="run"):
+                compiled(*inputs)
+        models = [s.model for g in recorder for s in g.subgraphs if s.compiled and s.model is not None]
+        for m in models:
+            m.profile_reset()
+            try:  # every step of every run, with some room for graphs run more than once a call
+                m.trace_enable(len(m.profile()) * (runs + 1) * 2 + 16)
+            except Exception:  # a subgraph that has not run has no session: no events
+                pass
+        with trace.recording(spans):
+            for i in range(runs):
+                with trace.span(f"run {i}", cat="run"):
+                    compiled(*inputs)
+        kernel_trace = {}
+        for m in models:
+            try:
+                kernel_trace[id(m)] = m.trace()
+                m.trace_enable(0)
+            except Exception:
+                continue
+    return ExplainReport(recorder, spans.spans, kernel_trace)
 
 
 def explain(

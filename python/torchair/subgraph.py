@@ -181,7 +181,16 @@ class AirSubgraph:
         # subgraph may run on several threads at once.
         self.seeded = seeded
 
+    # a debug hook, hook(self, args) -> outputs, that calls self.call(args) (the data dump:
+    # torchair.debug.dumps); None for a plain call
+    debug: Any = None
+
     def __call__(self, *args: Any) -> Any:
+        if self.debug is not None:
+            return self.debug(self, args)
+        return self.call(args)
+
+    def call(self, args: tuple[Any, ...]) -> Any:
         if self.tensor_args is not None:
             sizes = [torch.empty((0, int(args[i]))) for i in self.size_args]
             args = tuple([args[i] for i in self.tensor_args] + sizes)

@@ -9,10 +9,19 @@
 
 #include "core/graph.h"
 
+/* When one pass ran (CLOCK_MONOTONIC ns): the compile phases of a model. */
+enum { PASS_MAX_TIMES = 32 };
+typedef struct pass_time {
+	const char *name;
+	uint64_t start_ns, dur_ns;
+} pass_time;
+
 typedef struct pass_log {
 	char *buf;
 	size_t len, cap;
 	int oom;
+	pass_time times[PASS_MAX_TIMES];
+	int n_times;
 } pass_log;
 
 void pass_logf(pass_log *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -3,8 +3,10 @@
  * it off; after each pass the graph is verified (cheap: shape inference once
  * per node), so a pass that breaks the graph is caught where it ran. */
 #include <stdio.h>
+#include <time.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "passes/pass.h"
 
 typedef struct pass_row {
@@ -72,6 +74,13 @@ const char *air_pass_name(uint32_t pass)
 	return NULL;
 }
 
+static uint64_t pipeline_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 air_status pass_run_pipeline(air_graph *g, const pass_options *po, pass_log *log)
 {
 	if (po->flags & AIR_COMPILE_OP_BY_OP) {
@@ -91,10 +100,15 @@ air_status pass_run_pipeline(air_graph *g, const pass_options *po, pass_log *log
 			continue;
 		}
 		int before = g->n_nodes;
+		uint64_t t0 = pipeline_now_ns();
 		AIR_TRY(p->run(g, po, log));
+		uint64_t dt = pipeline_now_ns() - t0;
+		if (log->n_times < PASS_MAX_TIMES)
+			log->times[log->n_times++] = (pass_time){p->name, t0, dt};
 		if (air_graph_verify(g) != AIR_OK)
 			return air_error_context(AIR_INTERNAL, "the graph is invalid after pass %s", p->name);
 		pass_logf(log, "%s: %d -> %d nodes\n", p->name, before, g->n_nodes);
+		air_log(AIR_LOG_DEBUG, "pass %s: %d -> %d nodes in %.3f ms", p->name, before, g->n_nodes, dt * 1e-6);
 	}
 	return AIR_OK;
 }

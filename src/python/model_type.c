@@ -302,6 +302,93 @@ static PyObject *Model_memory(ModelObject *self, PyObject *unused)
 			     "borrowed_bytes", (Py_ssize_t)i.borrowed_bytes);
 }
 
+/* Tracing (torchair.trace): the cached session records each step of each
+ * run with its thread; trace() reads the events back. */
+static PyObject *Model_trace_enable(ModelObject *self, PyObject *args)
+{
+	int capacity;
+	if (!PyArg_ParseTuple(args, "i", &capacity))
+		return NULL;
+	if (!self->cached)
+		return raise_msg(AIR_INVALID_STATE, "trace_enable: the model has not run yet");
+	air_status st = air_session_trace_enable(self->cached, capacity);
+	if (st != AIR_OK)
+		return raise_status(st);
+	Py_RETURN_NONE;
+}
+
+/* [(step, start_ns, dur_ns, thread id)] of the cached session, and how many
+ * events did not fit. */
+static PyObject *Model_trace(ModelObject *self, PyObject *unused)
+{
+	air_session *s = self->cached;
+	int n = air_session_trace_count(s);
+	PyObject *list = PyList_New(n);
+	if (!list)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		int step;
+		uint64_t t0, dt, tid;
+		air_session_trace_event(s, i, &step, &t0, &dt, &tid);
+		PyObject *row = Py_BuildValue("(iKKK)", step, (unsigned long long)t0, (unsigned long long)dt,
+					      (unsigned long long)tid);
+		if (!row) {
+			Py_DECREF(list);
+			return NULL;
+		}
+		PyList_SET_ITEM(list, i, row);
+	}
+	return Py_BuildValue("(NK)", list, (unsigned long long)air_session_trace_dropped(s));
+}
+
+/* step_tensors(step) -> [(is_output, dtype name, dims)] as the last run had them. */
+static PyObject *Model_step_tensors(ModelObject *self, PyObject *args)
+{
+	int step;
+	if (!PyArg_ParseTuple(args, "i", &step))
+		return NULL;
+	PyObject *list = PyList_New(0);
+	if (!list || !self->cached)
+		return list;
+	for (int j = 0;; j++) {
+		int is_out, rank;
+		air_dtype dt;
+		int64_t dims[AIR_MAX_RANK];
+		if (air_session_step_tensor(self->cached, step, j, &is_out, &dt, &rank, dims) != AIR_OK)
+			break;
+		PyObject *shape = PyTuple_New(rank);
+		for (int d = 0; shape && d < rank; d++)
+			PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(dims[d]));
+		PyObject *row = shape ? Py_BuildValue("(OsN)", is_out ? Py_True : Py_False, air_dtype_name(dt), shape) : NULL;
+		if (!row || PyList_Append(list, row) < 0) {
+			Py_XDECREF(row);
+			Py_DECREF(list);
+			return NULL;
+		}
+		Py_DECREF(row);
+	}
+	return list;
+}
+
+/* compile_phases() -> [(name, start_ns, dur_ns)]: the passes, kernel selection, memory plan. */
+static PyObject *Model_compile_phases(ModelObject *self, PyObject *unused)
+{
+	int n = air_model_compile_phases(self->m);
+	PyObject *list = PyList_New(n);
+	for (int i = 0; list && i < n; i++) {
+		const char *name;
+		uint64_t t0, dt;
+		air_model_compile_phase(self->m, i, &name, &t0, &dt);
+		PyObject *row = Py_BuildValue("(sKK)", name, (unsigned long long)t0, (unsigned long long)dt);
+		if (!row) {
+			Py_DECREF(list);
+			return NULL;
+		}
+		PyList_SET_ITEM(list, i, row);
+	}
+	return list;
+}
+
 static PyMethodDef Model_methods[] = {
 	{"run", (PyCFunction)Model_run, METH_VARARGS, "run(tensors) -> list of tensors: the whole graph, one call"},
 	{"report", (PyCFunction)Model_report, METH_NOARGS, "the compile report"},
@@ -309,6 +396,12 @@ static PyMethodDef Model_methods[] = {
 	{"profile", (PyCFunction)Model_profile, METH_NOARGS,
 	 "per-step times of the cached session: [(kernel, op, runs, seconds)]"},
 	{"profile_reset", (PyCFunction)Model_profile_reset, METH_NOARGS, "zero the cached session's per-step times"},
+	{"trace_enable", (PyCFunction)Model_trace_enable, METH_VARARGS,
+	 "trace_enable(capacity): the cached session records each step of each run (0: off)"},
+	{"trace", (PyCFunction)Model_trace, METH_NOARGS, "([(step, start_ns, dur_ns, thread)], dropped)"},
+	{"step_tensors", (PyCFunction)Model_step_tensors, METH_VARARGS,
+	 "step_tensors(step) -> [(is_output, dtype, dims)] of the last run"},
+	{"compile_phases", (PyCFunction)Model_compile_phases, METH_NOARGS, "[(name, start_ns, dur_ns)]"},
 	{"output_info", (PyCFunction)Model_output_info, METH_VARARGS, "output_info(i) -> (dtype, dims)"},
 	{"dot", (PyCFunction)(void (*)(void))Model_dot, METH_VARARGS | METH_KEYWORDS,
 	 "dot(before=False) -> str: Graphviz DOT of the graph before or after the passes"},

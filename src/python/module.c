@@ -84,6 +84,52 @@ static PyObject *mod_amx_passes(PyObject *m, PyObject *unused)
 	return PyLong_FromUnsignedLongLong(kamx_passes());
 }
 
+/* libair's messages go to one Python callable, handler(level, message), with
+ * level 0 error .. 3 debug (torchair.log routes them to logging). */
+static PyObject *log_handler;
+
+static void log_to_python(air_log_level level, const char *message, void *user)
+{
+	(void)user;
+	PyGILState_STATE g = PyGILState_Ensure();
+	if (log_handler) {
+		PyObject *r = PyObject_CallFunction(log_handler, "is", (int)level, message);
+		if (!r)
+			PyErr_WriteUnraisable(log_handler);
+		Py_XDECREF(r);
+	}
+	PyGILState_Release(g);
+}
+
+static PyObject *mod_set_log_handler(PyObject *self, PyObject *args)
+{
+	PyObject *fn;
+	if (!PyArg_ParseTuple(args, "O", &fn))
+		return NULL;
+	if (fn != Py_None && !PyCallable_Check(fn)) {
+		PyErr_SetString(PyExc_TypeError, "set_log_handler: expected a callable or None");
+		return NULL;
+	}
+	air_set_log_callback(NULL, NULL);
+	Py_XDECREF(log_handler);
+	log_handler = NULL;
+	if (fn != Py_None) {
+		Py_INCREF(fn);
+		log_handler = fn;
+		air_set_log_callback(log_to_python, NULL);
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *mod_set_log_level(PyObject *self, PyObject *args)
+{
+	int level;
+	if (!PyArg_ParseTuple(args, "i", &level))
+		return NULL;
+	air_set_log_level((air_log_level)level);
+	return PyLong_FromLong(air_get_log_level());
+}
+
 static PyMethodDef module_methods[] = {
 	{"output_block", mod_output_block, METH_VARARGS,
 	 "output_block(nbytes) -> a writable buffer for a model output, from the pool of kept pages"},
@@ -96,6 +142,9 @@ static PyMethodDef module_methods[] = {
 	{"set_num_threads", mod_set_num_threads, METH_VARARGS, "threads of the default pool"},
 	{"get_num_threads", mod_get_num_threads, METH_NOARGS, "threads of the default pool"},
 	{"op_names", mod_op_names, METH_NOARGS, "the op table's names"},
+	{"set_log_handler", mod_set_log_handler, METH_VARARGS,
+	 "set_log_handler(fn or None): fn(level, message) receives libair's messages (0 error .. 3 debug)"},
+	{"set_log_level", mod_set_log_level, METH_VARARGS, "set_log_level(0..3) -> the level set"},
 	{"isa", mod_isa, METH_NOARGS, "the ISA kernels are chosen for: amx (AVX-512 and AMX), avx512, avx2 or scalar"},
 	{"version", mod_version, METH_NOARGS, "libair version as MAJOR*10000+MINOR*100+PATCH"},
 	{NULL, NULL, 0, NULL},

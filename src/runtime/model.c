@@ -4,11 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include "core/error.h"
+#include "core/log.h"
 #include "kernels/common/cpu.h"
 #include "ops/kernels.h"
 #include "ops/op.h"
@@ -260,8 +262,34 @@ static void give_back_freed_memory(void)
 #endif
 }
 
+static uint64_t model_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int air_model_compile_phases(const air_model *m)
+{
+	return m ? m->n_phases : 0;
+}
+
+air_status air_model_compile_phase(const air_model *m, int i, const char **name, uint64_t *start_ns, uint64_t *dur_ns)
+{
+	if (!m || i < 0 || i >= m->n_phases)
+		return air_error(AIR_INVALID_ARGUMENT, "air_model_compile_phase: no phase %d", i);
+	if (name)
+		*name = m->phases[i].name;
+	if (start_ns)
+		*start_ns = m->phases[i].start_ns;
+	if (dur_ns)
+		*dur_ns = m->phases[i].dur_ns;
+	return AIR_OK;
+}
+
 static air_status rt_compile(const air_graph *graph, const air_compile_options *o, air_model *m)
 {
+	uint64_t start = model_now_ns();
 	AIR_TRY(ir_graph_clone(graph, &m->g));
 	AIR_TRY(air_graph_verify(m->g));
 	AIR_TRY(rt_keep_graph_before(m)); /* for the report and DOT (runtime/dot.c) */
@@ -271,6 +299,8 @@ static air_status rt_compile(const air_graph *graph, const air_compile_options *
 	pass_options po = {o->flags, o->disabled_passes, o->fusion_threshold};
 	air_status st = pass_run_pipeline(m->g, &po, &log);
 	m->pass_log = log.buf;
+	for (int i = 0; i < log.n_times; i++)
+		m->phases[m->n_phases++] = log.times[i];
 	AIR_TRY(st);
 	m->n_steps = m->g->n_nodes;
 	m->steps = calloc((size_t)m->n_steps + 1, sizeof *m->steps);
@@ -291,9 +321,19 @@ static air_status rt_compile(const air_graph *graph, const air_compile_options *
 		if (o->autotune_cache && !(m->autotune_cache = strdup(o->autotune_cache)))
 			return air_error(AIR_OUT_OF_MEMORY, "compile: no memory");
 	}
+	uint64_t t0 = model_now_ns();
 	AIR_TRY(choose_kernels(m));
+	uint64_t t1 = model_now_ns();
+	m->phases[m->n_phases++] = (pass_time){"kernel selection", t0, t1 - t0};
 	AIR_TRY(plan_aliases(m));
+	m->phases[m->n_phases++] = (pass_time){"memory plan", t1, model_now_ns() - t1};
+	if (air_log_enabled(AIR_LOG_DEBUG))
+		for (int s = 0; s < m->n_steps; s++)
+			air_log(AIR_LOG_DEBUG, "step %d: %s -> kernel %s", s, op_get(m->g->nodes[m->steps[s].node].op)->name,
+				m->steps[s].kernel->name);
 	AIR_TRY(rt_model_report(m));
+	air_log(AIR_LOG_INFO, "compiled %d nodes into %d steps (%d threads) in %.3f ms", graph->n_nodes, m->n_steps,
+		rt_pool_size(m->pool), (model_now_ns() - start) * 1e-6);
 	give_back_freed_memory();
 	return AIR_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "core/graph.h"
+#include "passes/pass.h"
 #include "kernels/common/kernel.h"
 #include "plan/arena.h"
 #include "platform/pool.h"
@@ -38,6 +39,10 @@ struct air_model {
 	struct rt_tune_result *tune; /* per step, with AIR_COMPILE_AUTOTUNE; else NULL */
 	air_file *file; /* the .air file it was loaded from (its weights used in
 			 * place, names, metadata; one reference), or NULL */
+	/* compile phases (air_model_compile_phases): the passes, then kernel
+	 * selection and the memory plan */
+	pass_time phases[PASS_MAX_TIMES + 2];
+	int n_phases;
 };
 
 /* What the autotuner did for one step (autotune.c). */

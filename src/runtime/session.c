@@ -6,6 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#else
+#include <pthread.h>
+#endif
 
 #include "core/error.h"
 #include "ops/op.h"
@@ -42,7 +48,25 @@ struct air_session {
 	bool *in_const;      /* parallel to tensors */
 	uint64_t *step_ns;   /* per step: time spent in all runs */
 	uint64_t *step_runs; /* per step: runs timed */
+	/* air_session_trace_enable: per-run step events (step, start, duration, thread) */
+	struct trace_event {
+		int step;
+		uint64_t start_ns, dur_ns, thread;
+	} *trace;
+	int trace_cap, trace_n;
+	uint64_t trace_dropped;
 };
+
+/* The id of the calling thread as the OS knows it (Linux: its tid, the one
+ * Python's threading.get_native_id() gives), for trace events. */
+static uint64_t thread_id(void)
+{
+#if defined(__linux__)
+	return (uint64_t)syscall(SYS_gettid);
+#else
+	return (uint64_t)(uintptr_t)pthread_self();
+#endif
+}
 
 static uint64_t now_ns(void)
 {
@@ -57,6 +81,7 @@ void air_session_destroy(air_session *s)
 		return;
 	free(s->step_ns);
 	free(s->step_runs);
+	free(s->trace);
 	free(s->in_data);
 	free(s->in_rank);
 	free(s->in_dims);
@@ -439,6 +464,7 @@ air_status air_session_run(air_session *s)
 		if (m->out_root[i] >= 0) /* computed into the buffer of its view */
 			s->vals[m->out_root[i]].data = s->out_data[i];
 	}
+	uint64_t tid = 0; /* the thread's id, read once a run when tracing */
 	for (int k = 0; k < m->n_steps; k++) {
 		const rt_step *step = &m->steps[k];
 		const ir_node *n = &g->nodes[step->node];
@@ -449,8 +475,15 @@ air_status air_session_run(air_session *s)
 		k_call call = step_call(s, k, (char *)s->arena + s->ws_offset);
 		uint64_t t0 = now_ns();
 		air_status st = step->kernel->run(&call);
-		s->step_ns[k] += now_ns() - t0;
+		uint64_t dt = now_ns() - t0;
+		s->step_ns[k] += dt;
 		s->step_runs[k]++;
+		if (s->trace) {
+			if (s->trace_n < s->trace_cap)
+				s->trace[s->trace_n++] = (struct trace_event){k, t0, dt, tid ? tid : (tid = thread_id())};
+			else
+				s->trace_dropped++;
+		}
 		if (st != AIR_OK)
 			return air_error_context(st, "step %d (%s)", k, op_get(n->op)->name);
 	}
@@ -492,5 +525,70 @@ air_status air_session_profile(const air_session *s, int step, const char **kern
 		*runs = s->step_runs[step];
 	if (seconds)
 		*seconds = (double)s->step_ns[step] * 1e-9;
+	return AIR_OK;
+}
+
+air_status air_session_trace_enable(air_session *s, int capacity)
+{
+	if (!s || capacity < 0)
+		return air_error(AIR_INVALID_ARGUMENT, "air_session_trace_enable: no session or a negative capacity");
+	free(s->trace);
+	s->trace = NULL;
+	s->trace_cap = s->trace_n = 0;
+	s->trace_dropped = 0;
+	if (capacity == 0)
+		return AIR_OK;
+	s->trace = malloc((size_t)capacity * sizeof *s->trace);
+	if (!s->trace)
+		return air_error(AIR_OUT_OF_MEMORY, "air_session_trace_enable: no memory for %d events", capacity);
+	s->trace_cap = capacity;
+	return AIR_OK;
+}
+
+int air_session_trace_count(const air_session *s)
+{
+	return s ? s->trace_n : 0;
+}
+
+uint64_t air_session_trace_dropped(const air_session *s)
+{
+	return s ? s->trace_dropped : 0;
+}
+
+air_status air_session_trace_event(const air_session *s, int i, int *step, uint64_t *start_ns, uint64_t *dur_ns,
+				   uint64_t *thread)
+{
+	if (!s || i < 0 || i >= s->trace_n)
+		return air_error(AIR_INVALID_ARGUMENT, "air_session_trace_event: no event %d", i);
+	const struct trace_event *e = &s->trace[i];
+	if (step)
+		*step = e->step;
+	if (start_ns)
+		*start_ns = e->start_ns;
+	if (dur_ns)
+		*dur_ns = e->dur_ns;
+	if (thread)
+		*thread = e->thread;
+	return AIR_OK;
+}
+
+air_status air_session_step_tensor(const air_session *s, int step, int j, int *is_output, air_dtype *dtype, int *rank,
+				   int64_t dims[AIR_MAX_RANK])
+{
+	if (!s || step < 0 || step >= s->m->n_steps)
+		return air_error(AIR_INVALID_ARGUMENT, "air_session_step_tensor: no step %d", step);
+	const ir_node *n = &s->m->g->nodes[s->m->steps[step].node];
+	if (j < 0 || j >= n->n_in + n->n_out)
+		return air_error(AIR_INVALID_ARGUMENT, "air_session_step_tensor: step %d has no tensor %d", step, j);
+	const k_tensor *t = &s->vals[j < n->n_in ? n->in[j] : n->out[j - n->n_in]];
+	if (is_output)
+		*is_output = j >= n->n_in;
+	if (dtype)
+		*dtype = t->dtype;
+	if (rank)
+		*rank = t->rank;
+	if (dims)
+		for (int d = 0; d < t->rank && d < AIR_MAX_RANK; d++)
+			dims[d] = t->dims[d];
 	return AIR_OK;
 }

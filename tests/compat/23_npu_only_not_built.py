@@ -2,7 +2,7 @@
 must raise torchair.NotBuiltError (a NotImplementedError) with a reason that names the option
 or function -- config options when the backend is made (get_npu_backend), functions when they
 are called -- and never be accepted and ignored: aoe_config.aoe_mode "2",
-export.export_mode, debug.graph_dump.type, dump_config.enable_dump, cc_parallel_enable,
+export.export_mode, debug.graph_dump.type "pbtxt", npu_fx_pass, cc_parallel_enable,
 memory_efficiency, the gear merge policy "product", aclgraph capture limits; dynamo_export,
 inference.cache_compile / readable_cache, use_internal_format_weight, npu_format_cast_via_cpu,
 register_fx_node_ge_converter, torchair.ge, tagged events, and the quantized / paged / LSE
@@ -66,7 +66,7 @@ def main():
     expect_not_built("aoe_config.aoe_mode='2'", backend_with(aoe_config__aoe_mode="2"), ["aoe_mode"])
     expect_not_built("export.export_mode=True", backend_with(export__export_mode=True, export__export_path_dir=workdir), ["export_mode"])
     expect_not_built("debug.graph_dump.type='pbtxt'", backend_with(debug__graph_dump__type="pbtxt"), ["graph_dump"])
-    expect_not_built("dump_config.enable_dump=True", backend_with(dump_config__enable_dump=True), ["enable_dump"])
+    expect_not_built("npu_fx_pass=True", backend_with(experimental_config__npu_fx_pass=True), ["npu_fx_pass"])
     expect_not_built("cc_parallel_enable=True", backend_with(experimental_config__cc_parallel_enable=True), ["cc_parallel_enable"])
     expect_not_built("memory_efficiency=True", backend_with(experimental_config__memory_efficiency=True), ["memory_efficiency"])
     expect_not_built(

@@ -48,7 +48,7 @@ def test_unknown_group_option_names_the_group_and_its_options():
 @pytest.mark.parametrize(
     "path, value, exc, match",
     [
-        ("debug.graph_dump.type", "svg", ValueError, "not in optional list"),
+        ("debug.graph_dump.type", "png", ValueError, "not in optional list"),
         ("ge_config.export_compile_stat", 2, ValueError, r"Value 2 .* not in optional list \['0', '1', '2'\]"),
         ("experimental_config.static_model_ops_lower_limit", 1.5, ValueError, "Please set integer type"),
         ("experimental_config.static_model_ops_lower_limit", -2, ValueError, "out of range"),
@@ -91,7 +91,7 @@ def _compiled(config: CompilerConfig, model: torch.nn.Module | None = None) -> t
 @pytest.mark.parametrize(
     "path, value",
     [
-        ("debug.graph_dump.type", "py"),
+        ("debug.aclgraph.static_capture_size_limit", 8),
         ("aoe_config.aoe_mode", "2"),
         ("export.export_mode", True),
         ("experimental_config.cc_parallel_enable", True),

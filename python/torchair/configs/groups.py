@@ -49,7 +49,7 @@ class _PathGroup(NpuBaseConfig):
 
 class _Dump(_PathGroup):
     def __init__(self) -> None:
-        self.type = OptionValue(None, ["txt", "pbtxt", "py"])
+        self.type = OptionValue(None, ["txt", "pbtxt", "py", "dot", "svg"])
         self._path = OptionValue(None)
         super().__init__()
 

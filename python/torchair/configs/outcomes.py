@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchair.debug.options import DebugOptions
 from torchair.errors import NotBuiltError, OptionError
 
 # Passes whose work is fusion: what TorchAir's oo_level "O1" turns off (its O1 keeps shape
@@ -43,6 +44,8 @@ class Extras:
     num_threads: int = 0  # 0: the process's pool
     pre_pass: Callable[..., Any] | None = None
     post_pass: Callable[..., Any] | None = None
+    # TorchAir's debug options (torchair.debug.options)
+    debug: DebugOptions = field(default_factory=DebugOptions)
     applied: list[str] = field(default_factory=list)  # "path=value: what it did", for the report
     # the user's own config object: what TorchAir hands to the custom passes
     user_config: Any = None
@@ -168,20 +171,48 @@ def _only(allowed: tuple[Any, ...], why: str) -> Callable[[Any, Any, Extras], No
     return apply
 
 
-_DEBUG_SURFACE = "TorchAir's debug names are the debug-surface issue (#36); today torchair.explain and torchair.report give the graph, the ops and the fallbacks"
+
+
+def _debug_apply(path: str) -> Callable[[Any, Any, Extras], None]:
+    from torchair.debug.options import APPLY
+
+    return APPLY[path]
+
 _EXPORT = "export to a file is the deployment issue (#35: torchair.export and the .air format)"
 _ACLGRAPH = "aclgraph captures NPU kernels into graphs; torchair's CPU runtime has no kernel graphs to capture"
 _USED_WITH = "used only together with {}; on its own it changes nothing, in TorchAir either"
 
 TREE: dict[str, Outcome] = {
     # debug
-    "debug.graph_dump.type": Outcome("not_built", _DEBUG_SURFACE),
-    "debug.graph_dump._path": Outcome("built", _USED_WITH.format("debug.graph_dump.type")),
-    "debug.data_dump.type": Outcome("not_built", _DEBUG_SURFACE),
-    "debug.data_dump._path": Outcome("built", _USED_WITH.format("debug.data_dump.type")),
-    "debug.fx_summary.type": Outcome("not_built", _DEBUG_SURFACE),
-    "debug.fx_summary.skip_compile": Outcome("built", _USED_WITH.format("debug.fx_summary.type")),
-    "debug.fx_summary._path": Outcome("built", _USED_WITH.format("debug.fx_summary.type")),
+    "debug.graph_dump.type": Outcome(
+        "built",
+        "each ATen graph torchair compiles is written to graph_dump.path, one file per graph named "
+        "torchair_graph<N>_<kind>_pid<P>.<ext>: 'txt' (the graph and its compile report), 'py' (a runnable FX "
+        "file with random inputs), 'dot', 'svg' (needs Graphviz's dot; else OptionError); 'pbtxt' is NotBuiltError",
+        _debug_apply("debug.graph_dump.type"),
+    ),
+    "debug.graph_dump._path": Outcome("built", "the folder of the graph dumps (made if missing)", _debug_apply("debug.graph_dump._path")),
+    "debug.data_dump.type": Outcome(
+        "built",
+        "'npy': the inputs and outputs of each compiled subgraph at every call, as .npy under "
+        "data_dump.path/torchair_dump/<graph>/<subgraph>/call<K>/; data_dump.filter(node) returning None for "
+        "every op of a subgraph leaves it out",
+        _debug_apply("debug.data_dump.type"),
+    ),
+    "debug.data_dump._path": Outcome("built", _USED_WITH.format("debug.data_dump.type"), _debug_apply("debug.data_dump._path")),
+    "debug.fx_summary.type": Outcome(
+        "built",
+        "'csv': each ATen graph's ops as torchair_fx_summary_graph<N>_<kind>_pid<P>.csv in fx_summary.path, one row "
+        "per op, dtype and outcome (aten_op, count, status compiled/eager, reason, dtype)",
+        _debug_apply("debug.fx_summary.type"),
+    ),
+    "debug.fx_summary.skip_compile": Outcome(
+        "built",
+        "True (TorchAir's default): after the CSV is written the graph runs in eager, not compiled; the status "
+        "column says what torchair would compile. False: compiled, and the CSV says what was",
+        _debug_apply("debug.fx_summary.skip_compile"),
+    ),
+    "debug.fx_summary._path": Outcome("built", "the folder of the CSVs (made if missing)", _debug_apply("debug.fx_summary._path")),
     "debug.run_eagerly": Outcome(
         "built", "the captured ATen graph runs in eager PyTorch instead of being compiled", _set_attr("run_eagerly")
     ),
@@ -218,10 +249,20 @@ TREE: dict[str, Outcome] = {
         )
     },
     # dump_config: the runtime data dump
-    "dump_config.enable_dump": Outcome("not_built", _DEBUG_SURFACE),
+    "dump_config.enable_dump": Outcome(
+        "built",
+        "True: the inputs and outputs of each compiled subgraph as .npy under dump_path/torchair_dump/, for the "
+        "calls in dump_step ('0|2-5', from 0; '' every call), the subgraphs holding an op or node named in "
+        "dump_layer ('' all), inputs, outputs or both (dump_mode); dump_data='stats' writes stats.csv instead",
+        _debug_apply("dump_config.enable_dump"),
+    ),
     **{
-        f"dump_config.{k}": Outcome("built", _USED_WITH.format("dump_config.enable_dump"))
-        for k in ("dump_path", "dump_mode", "quant_dumpable", "dump_step", "dump_layer", "dump_data", "data_dump_stage")
+        f"dump_config.{k}": Outcome("built", _USED_WITH.format("dump_config.enable_dump"), _debug_apply(f"dump_config.{k}"))
+        for k in ("dump_path", "dump_mode", "dump_step", "dump_layer", "dump_data")
+    },
+    **{
+        f"dump_config.{k}": Outcome("built", _USED_WITH.format("dump_config.enable_dump") + "; the CPU's dump has one stage and no quantized ops")
+        for k in ("quant_dumpable", "data_dump_stage")
     },
     "dump_config.dump_config_path": Outcome("not_built", "acl.json dump configs drive the NPU's dump and overflow detection"),
     # fusion
