@@ -13,6 +13,7 @@ from torchair.backend import get_backend, get_npu_backend, torchair_backend
 from torchair.config import CompilerConfig, get_npu_backend_config, valid_options
 from torchair.core.utils import logger
 from torchair.errors import NotBuiltError, OptionError, TorchairError
+from torchair.export import export, load
 from torchair.facade import (
     dynamo_export,
     get_compiler,
@@ -45,6 +46,8 @@ __all__ = [
     "valid_options",
     "get_compiler",
     "dynamo_export",
+    "export",
+    "load",
     "use_internal_format_weight",
     "npu_format_cast_via_cpu",
     "register_fx_node_ge_converter",

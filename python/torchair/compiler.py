@@ -12,6 +12,7 @@ import math
 import operator
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -151,6 +152,26 @@ def _disabled_passes(config: CompilerConfig) -> int:
     return bits
 
 
+@dataclass
+class BuiltGraph:
+    """A subgraph lowered into a libair graph, not yet compiled (build_subgraph):
+    what lower_subgraph compiles, and what torchair.export saves."""
+
+    lowerer: Lowerer
+    in_dtypes: list[torch.dtype]
+    out_dtypes: list[torch.dtype]
+    tensor_args: list[int]  # placeholder positions passed as tensors
+    size_args: list[int]  # SymInt placeholders passed as empty [0, n] tensors
+    single: bool  # the subgraph returns one tensor, not a tuple
+    frozen_used: list[Node]
+    seeded: bool  # a seed goes in last (dropout)
+    n_placeholders: int
+
+    @property
+    def graph(self) -> Any:
+        return self.lowerer.g
+
+
 def lower_subgraph(
     sub: GraphModule, arg_nodes: Sequence[Any], config: CompilerConfig, frozen: dict[Node, torch.Tensor] | None = None
 ) -> AirSubgraph:
@@ -158,7 +179,39 @@ def lower_subgraph(
     (whose meta gives the types of the submodule's placeholders). An argument
     in frozen is lowered as a borrowed constant (no copy) of the given tensor
     instead of an input."""
+    b = build_subgraph(sub, arg_nodes, config, frozen)
+    model = compile_built(b, config)
+    all_tensors = len(b.tensor_args) == b.n_placeholders
+    air = AirSubgraph(model, None if all_tensors else b.tensor_args, b.single, model.report(), b.frozen_used,
+                      b.size_args, b.seeded)
+    air.converted = list(b.lowerer.converted)
+    return air
+
+
+def compile_built(b: BuiltGraph, config: CompilerConfig) -> Any:
+    """The C compile of a built graph with the options' flags: a torchair._C.Model."""
+    return b.graph.compile(
+        b.in_dtypes, b.out_dtypes, _empty, flags=_compile_flags(config),
+        num_threads=getattr(getattr(config, "extras", None), "num_threads", 0),
+        fusion_threshold=config.fusion_threshold or 0,
+        disabled_passes=_disabled_passes(config),
+        autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
+    )
+
+
+def build_subgraph(
+    sub: GraphModule,
+    arg_nodes: Sequence[Any],
+    config: CompilerConfig,
+    frozen: dict[Node, torch.Tensor] | None = None,
+    symbol_names: dict[Any, str] | None = None,
+) -> BuiltGraph:
+    """The lowering half of lower_subgraph: the libair graph of a submodule and
+    how to call it. symbol_names ({sympy symbol: name}) names the graph's
+    symbolic dims (torchair.export: the user's dynamic_axes names)."""
     L = Lowerer()
+    for sym, name in (symbol_names or {}).items():
+        L.symbols[sym] = L.g.symbol(name)
     L.mixed_precision = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.mixed_precision or "")
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     tensor_args: list[int] = []
@@ -223,18 +276,7 @@ def lower_subgraph(
     outs = [L.node("cast", [v], {"dtype": storage_dtype(dt)}) if dt in LOW_PRECISION else v
             for v, dt in zip(outs, out_dtypes)]
     L.g.outputs(outs)
-    model = L.g.compile(
-        in_dtypes, out_dtypes, _empty, flags=_compile_flags(config),
-        num_threads=getattr(getattr(config, "extras", None), "num_threads", 0),
-        fusion_threshold=config.fusion_threshold or 0,
-        disabled_passes=_disabled_passes(config),
-        autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
-    )
-    all_tensors = len(tensor_args) == len(placeholders)
-    air = AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args,
-                      seeded)
-    air.converted = list(L.converted)
-    return air
+    return BuiltGraph(L, in_dtypes, out_dtypes, tensor_args, size_args, single, frozen_used, seeded, len(placeholders))
 
 
 # Outputs from this size on come from libair's output pool (src/python/
