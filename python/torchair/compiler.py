@@ -166,6 +166,7 @@ class BuiltGraph:
     frozen_used: list[Node]
     seeded: bool  # a seed goes in last (dropout)
     n_placeholders: int
+    frozen_values: list[int]  # the constants of frozen_used, in its order (the compile cache's externals)
 
     @property
     def graph(self) -> Any:
@@ -173,14 +174,28 @@ class BuiltGraph:
 
 
 def lower_subgraph(
-    sub: GraphModule, arg_nodes: Sequence[Any], config: CompilerConfig, frozen: dict[Node, torch.Tensor] | None = None
+    sub: GraphModule,
+    arg_nodes: Sequence[Any],
+    config: CompilerConfig,
+    frozen: dict[Node, torch.Tensor] | None = None,
+    cacheable: bool = False,
 ) -> AirSubgraph:
     """Lowers a fused submodule; arg_nodes are the outer graph's arguments
     (whose meta gives the types of the submodule's placeholders). An argument
     in frozen is lowered as a borrowed constant (no copy) of the given tensor
-    instead of an input."""
+    instead of an input. cacheable: look the subgraph up in the compile cache
+    (torchair.cache: inference graphs) and save it there after a miss."""
+    found = None
+    if cacheable:
+        from torchair.cache import lookup
+
+        found = lookup(sub, arg_nodes, config, frozen)
+        if found is not None and found.hit is not None:
+            return found.hit
     b = build_subgraph(sub, arg_nodes, config, frozen)
     model = compile_built(b, config)
+    if found is not None:
+        found.save(b)
     all_tensors = len(b.tensor_args) == b.n_placeholders
     air = AirSubgraph(model, None if all_tensors else b.tensor_args, b.single, model.report(), b.frozen_used,
                       b.size_args, b.seeded)
@@ -217,6 +232,7 @@ def build_subgraph(
     tensor_args: list[int] = []
     in_dtypes: list[torch.dtype] = []
     frozen_used: list[Node] = []
+    frozen_values: list[int] = []
     # first pass binds symbols from every tensor input, so that a SymInt
     # placeholder can be expressed whatever the argument order
     for i, (ph, outer) in enumerate(zip(placeholders, arg_nodes)):
@@ -225,6 +241,7 @@ def build_subgraph(
             ph.meta["val"] = val
             L.bind_constant(ph, frozen[outer])
             frozen_used.append(outer)
+            frozen_values.append(L.raw.get(ph, L.env.get(ph)))
         elif isinstance(val, torch.Tensor):
             ph.meta["val"] = val
             L.add_input(ph)
@@ -276,7 +293,8 @@ def build_subgraph(
     outs = [L.node("cast", [v], {"dtype": storage_dtype(dt)}) if dt in LOW_PRECISION else v
             for v, dt in zip(outs, out_dtypes)]
     L.g.outputs(outs)
-    return BuiltGraph(L, in_dtypes, out_dtypes, tensor_args, size_args, single, frozen_used, seeded, len(placeholders))
+    return BuiltGraph(L, in_dtypes, out_dtypes, tensor_args, size_args, single, frozen_used, seeded, len(placeholders),
+                      frozen_values)
 
 
 # Outputs from this size on come from libair's output pool (src/python/
@@ -373,7 +391,7 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         part_ops[node.target] = ops
         try:
             try:
-                compiled = lower_subgraph(sub, node.args, config, frozen)
+                compiled = lower_subgraph(sub, node.args, config, frozen, cacheable=graph_kind == "inference")
             except (Unsupported, TorchairError):
                 if not any(a in frozen for a in node.args):
                     raise

@@ -135,7 +135,16 @@ def trace(
         if not isinstance(a, torch.Tensor):
             raise _err(f"example input {i} is a {type(a).__name__}; the exported file takes tensors only")
     with torch.no_grad():
-        ep = export(model, args, dynamic_shapes=dynamic_shapes(model, args, spec), strict=False)
+        try:
+            ep = export(model, args, dynamic_shapes=dynamic_shapes(model, args, spec), strict=False)
+        except torch._dynamo.exc.UserError as e:
+            if "Constraints violated" not in str(e):
+                raise
+            # torch's advice is in terms of its Dim; say it in dynamic_axes' terms too
+            raise _err(
+                f"the model does not take every size dynamic_axes allows: {e}\n(in dynamic_axes, a range is "
+                "given as {argument: {axis: ('name', min, max)}})"
+            ) from e
         ep = ep.run_decompositions(decompositions)
     gm = ep.graph_module
     _drop_asserts(gm)
@@ -170,13 +179,11 @@ def trace(
         if not isinstance(r, Node) or not isinstance(r.meta.get("val"), torch.Tensor):
             raise _err(f"an output of the model is {r!r}, not a tensor computed by it")
         outputs.append(r)
-    in_spec = ep.call_spec.in_spec
     try:
         input_names = [n.name for n in inputs]
         output_names = _flat_names(ep.call_spec.out_spec, len(outputs), "output")
     except Exception:  # an odd pytree node: positions
         output_names = [f"output{i}" for i in range(len(outputs))]
-    del in_spec
     symbol_names = _symbols(inputs, args, spec, model)
     return Traced(gm, frozen, inputs, input_names, outputs, output_names, symbol_names)
 
