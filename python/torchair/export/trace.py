@@ -46,14 +46,20 @@ def _parameters(model: torch.nn.Module) -> list[str]:
     ]
 
 
-def dynamic_shapes(model: torch.nn.Module, args: tuple[Any, ...], spec: Spec | None) -> dict[str, Any] | None:
+def dynamic_shapes(
+    model: torch.nn.Module, args: tuple[Any, ...], spec: Spec | None, auto: bool = False
+) -> dict[str, Any] | None:
     """torch.export's dynamic_shapes from torchair's dynamic_axes: {parameter: {axis: Dim}},
-    one Dim per name (axes of one name share it), with the given range."""
-    if not spec:
-        return None
+    one Dim per name (axes of one name share it), with the given range. auto (TorchAir's
+    dynamo_export(dynamic=True)): every axis of every input may be dynamic (Dim.AUTO: torch.export
+    keeps as symbols those the model does not fix; they are named s0, s1, ...)."""
     from torch.export import Dim
 
     names = _parameters(model)[: len(args)]
+    if auto:
+        return {n: {ax: Dim.AUTO for ax in range(a.dim())} for n, a in zip(names, args)}
+    if not spec:
+        return None
     unknown = [a for a in spec if a not in names]
     if unknown:
         raise _err(f"dynamic_axes names {unknown}, which are not among the forward's arguments {names}")
@@ -124,7 +130,11 @@ def _drop_asserts(gm: GraphModule) -> None:
 
 
 def trace(
-    model: torch.nn.Module, args: tuple[Any, ...], spec: Spec | None, decompositions: dict[Any, Any]
+    model: torch.nn.Module,
+    args: tuple[Any, ...],
+    spec: Spec | None,
+    decompositions: dict[Any, Any],
+    auto_dynamic: bool = False,
 ) -> Traced:
     from torch.export import export
     from torch.export.graph_signature import InputKind, OutputKind
@@ -136,7 +146,7 @@ def trace(
             raise _err(f"example input {i} is a {type(a).__name__}; the exported file takes tensors only")
     with torch.no_grad():
         try:
-            ep = export(model, args, dynamic_shapes=dynamic_shapes(model, args, spec), strict=False)
+            ep = export(model, args, dynamic_shapes=dynamic_shapes(model, args, spec, auto_dynamic), strict=False)
         except torch._dynamo.exc.UserError as e:
             if "Constraints violated" not in str(e):
                 raise

@@ -32,8 +32,11 @@ def prepare(
     *,
     options: dict[str, Any] | None = None,
     dynamic_axes: dict[str, Any] | None = None,
+    config: CompilerConfig | None = None,
+    auto_dynamic: bool = False,
 ) -> Prepared:
-    """Everything export does but writing the file."""
+    """Everything export does but writing the file. config: a CompilerConfig in place of
+    options (TorchAir's dynamo_export); auto_dynamic: every axis may be dynamic."""
     from torchair.decompositions import torchair_decompositions
     from torchair.dynamic_axes import parse
     from torchair.export import lower, meta, trace
@@ -43,15 +46,24 @@ def prepare(
         example_inputs = (example_inputs,)
     if not isinstance(example_inputs, (tuple, list)):
         raise _err(f"example_inputs must be a tuple of tensors, got {type(example_inputs).__name__}")
-    config = config_from(options, None)
+    if config is not None:
+        if options is not None:
+            raise _err("give options or config, not both")
+        from torchair.config import CompilerConfig as _Config
+
+        if not isinstance(config, _Config):
+            raise _err(f"config must be a torchair.CompilerConfig, got {type(config).__name__}")
+    else:
+        config = config_from(options, None)
+    flat, _extras = config.effective()  # a copy: the caller's config is not changed
     if dynamic_axes is not None:
-        if config.dynamic_axes is not None and config.dynamic_axes != dynamic_axes:
-            raise _err("dynamic_axes is given both as an argument and in options, differently")
-        config.dynamic_axes = dynamic_axes  # validated as the option is
-    flat, _extras = config.effective()
+        if flat.dynamic_axes is not None and flat.dynamic_axes != dynamic_axes:
+            raise _err("dynamic_axes is given both as an argument and in the options, differently")
+        flat.dynamic_axes = dynamic_axes  # validated as the option is
+        flat.check_built()
     lower.check_options(flat)
     spec = parse(flat.dynamic_axes) if flat.dynamic_axes is not None else None
-    traced = trace.trace(model, tuple(example_inputs), spec, torchair_decompositions())
+    traced = trace.trace(model, tuple(example_inputs), spec, torchair_decompositions(), auto_dynamic)
     built = lower.lower(traced, flat)
     return Prepared(built, meta.build(traced, flat, spec), flat)
 
