@@ -51,11 +51,10 @@ class Lookup:
             "out_dtypes": [str(d) for d in built.out_dtypes],
             "externals": len(built.frozen_values),
         }
-        names = [f"frozen{i}" for i in range(len(built.frozen_values))]
+        externals = {f"frozen{i}": v for i, v in enumerate(built.frozen_values)}
 
         def write(tmp: str) -> None:
-            built.graph.save(tmp, meta={META_KEY: json.dumps(info)}, externals=list(built.frozen_values),
-                             external_names=names)
+            built.graph.save(tmp, meta={META_KEY: json.dumps(info)}, externals=externals)
 
         store.write_atomically(self.path, write)
 
@@ -100,7 +99,9 @@ def _load(found: Lookup, sub: GraphModule, arg_nodes: Sequence[Any], config: Any
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     frozen_used = [outer for outer in arg_nodes if frozen and outer in frozen]
     tensors = [frozen[o].detach().contiguous() for o in frozen_used] if frozen else []
-    graph, meta = _C.load_graph(found.path, externals={f"frozen{i}": t for i, t in enumerate(tensors)})
+    graph, meta = _C.load_graph(
+        found.path, externals={f"frozen{i}": (t.data_ptr(), t.nbytes, t) for i, t in enumerate(tensors)}
+    )
     info = json.loads(meta[META_KEY])
     if info.get("key") != found.key:
         raise ValueError("the entry holds another key")

@@ -103,9 +103,22 @@ def load(path: str | os.PathLike[str], *, num_threads: int | None = None) -> Loa
         raise _bad(f"num_threads must be a positive int, got {num_threads!r}")
     if not os.path.exists(path):
         raise FileNotFoundError(2, f"torchair.load: no such file: {path!r}")
-    if not hasattr(_C, "load"):
+    if not hasattr(_C, "open_file"):
         from torchair.errors import NotBuiltError
 
-        raise NotBuiltError(2, "unsupported", "this libair has no .air loader (_C.load): the .air format is not built")
-    runner = _C.load(path, num_threads=num_threads or 0)
-    return LoadedModel(runner, meta_mod.parse(runner.meta(), path), path)
+        raise NotBuiltError(2, "unsupported", "this libair has no .air loader (_C.open_file): the .air format is not built")
+    from torchair.compiler import _empty
+    from torchair.export.write import META_KEY
+
+    try:
+        f = _C.open_file(path)  # checks the header, the section table and every checksum
+    except _C.Error as e:
+        raise _bad(f"torchair.load({path!r}): {e}") from e
+    meta = meta_mod.parse((f.meta or {}).get(META_KEY), path)
+    in_dtypes = [_dtype(i["dtype"], path) for i in meta["inputs"]]
+    out_dtypes = [_dtype(o["dtype"], path) for o in meta["outputs"]]
+    try:
+        runner = f.compile(in_dtypes, out_dtypes, _empty, num_threads=num_threads)
+    except _C.Error as e:
+        raise _bad(f"torchair.load({path!r}): the graph does not compile: {e}") from e
+    return LoadedModel(runner, meta, path)

@@ -92,7 +92,15 @@ def export(
     return path
 
 
+META_KEY = "torchair.export"  # the metadata's key in the file (export/meta.py's JSON)
+
+
 def save(prepared: Prepared, path: str) -> None:
+    """Writes the file (libair writes it atomically: a temporary file renamed into place).
+    Its metadata: META_KEY (export/meta.py's JSON), and torchair_version and options as
+    plain keys for ``air info``. The compile options saved are the ones the options chose,
+    so the CLI compiles the graph as torchair.load does."""
+    from torchair.compiler import _compile_flags, _disabled_passes
     from torchair.export.trace import _err
 
     graph = prepared.built.graph
@@ -100,7 +108,20 @@ def save(prepared: Prepared, path: str) -> None:
         from torchair.errors import NotBuiltError
 
         raise NotBuiltError(2, "unsupported", "this libair has no .air writer (Graph.save): the .air format is not built")
+    config = prepared.config
+    meta = {
+        META_KEY: json.dumps(prepared.meta),
+        "torchair_version": prepared.meta["torchair_version"],
+        "options": json.dumps(prepared.meta["options"]),
+    }
     try:
-        graph.save(path, meta=json.dumps(prepared.meta))
+        graph.save(
+            path,
+            meta=meta,
+            output_names=[o["name"] for o in prepared.meta["outputs"]],
+            flags=_compile_flags(config),
+            fusion_threshold=config.fusion_threshold or 0,
+            disabled_passes=_disabled_passes(config),
+        )
     except OSError as e:
         raise _err(f"cannot write {path!r}: {e}") from e
