@@ -195,3 +195,32 @@ def test_a_damaged_file_is_a_clear_error(tmp_path):
     with pytest.raises((ExportError, _C.Error)):
         torchair.load(tmp_path / "short.air")
     assert os.path.getsize(path) == len(data)
+
+
+def _air_cli():
+    import shutil
+
+    return os.environ.get("AIR_CLI") or shutil.which("air")
+
+
+@needs_files
+@pytest.mark.skipif(_air_cli() is None, reason="no air CLI (set AIR_CLI to the built tools/air binary)")
+def test_load_gives_the_air_cli_results_bit_for_bit(tmp_path):
+    import subprocess
+
+    import numpy as np
+
+    model = _Small().eval()
+    x, y = torch.randn(5, 8), torch.randn(5, 4)
+    path = torchair.export(model, (x, y), tmp_path / "m.air", dynamic_axes={"x": {0: "n"}, "y": {0: "n"}})
+    np.save(tmp_path / "x.npy", x.numpy())
+    np.save(tmp_path / "y.npy", y.numpy())
+    subprocess.run(
+        [_air_cli(), "run", path, "--input", str(tmp_path / "x.npy"), "--input", str(tmp_path / "y.npy"),
+         "--output-dir", str(tmp_path / "out")],
+        check=True, timeout=120,
+    )
+    outs = torchair.load(path)(x, y)
+    for i, o in enumerate(outs):
+        cli = torch.from_numpy(np.load(tmp_path / "out" / f"out{i}.npy"))
+        assert torch.equal(cli, o), f"output {i} differs from air run's"
