@@ -111,6 +111,13 @@ def test_an_unwritable_folder_is_a_warning(tmp_path):
         assert not store.write_atomically(str(folder / "y.air"), failing)
     assert os.listdir(folder) == []
 
+    def refusing(p):
+        raise ValueError("a graph the format cannot hold")
+
+    with pytest.warns(store.CacheWarning, match="could not be saved"):
+        assert not store.write_atomically(str(folder / "z.air"), refusing)
+    assert os.listdir(folder) == []
+
 
 def test_cache_off_and_folder_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHAIR_CACHE_DIR", str(tmp_path))

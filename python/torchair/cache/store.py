@@ -56,8 +56,11 @@ def write_atomically(path: str, write: Callable[[str], None]) -> bool:
         write(tmp)
         os.replace(tmp, path)
         return True
-    except Exception as e:  # noqa: BLE001  (a failed save must not fail the compile)
+    except OSError as e:
         warn_once("dir:" + folder, f"cannot write an entry in {folder!r} ({e}); compiled graphs are not cached")
+        return False
+    except Exception as e:  # noqa: BLE001  (a graph the format cannot hold: not cached, the compile goes on)
+        warn_once(f"save:{type(e).__name__}:{e}", f"a compiled graph could not be saved ({e}); it is not cached")
         return False
     finally:
         if os.path.exists(tmp):
