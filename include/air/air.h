@@ -332,6 +332,143 @@ typedef void (*air_parallel_body)(void *ctx, int thread);
 typedef void (*air_parallel_runner)(air_parallel_body body, void *ctx, int nthreads, void *user);
 void air_set_parallel_runner(air_parallel_runner run, void *user);
 
+/* ---- .air files: saving and loading (docs/air-format.md) --------------- */
+
+/* A graph is saved as it is given to air_compile (inputs, constants,
+ * symbols and dim expressions, nodes as op name + attributes by name,
+ * outputs); loading rebuilds it through the graph-building API (which
+ * checks everything again) and compiling picks kernels for the CPU it runs
+ * on. A file also holds metadata (key/value strings), input and output
+ * names, and the compile options to use by default. */
+
+/* Frees memory libair handed to the caller (air_graph_save_buffer). */
+void air_free(void *p);
+
+typedef struct air_save_options {
+	size_t size; /* sizeof(air_save_options); fill with air_save_options_init */
+	/* metadata: n_meta pairs of UTF-8 strings (keys unique, non-empty) */
+	const char *const *meta_keys;
+	const char *const *meta_values;
+	int n_meta;
+	/* names of the graph's outputs (NULL, or one per output; an entry may be NULL) */
+	const char *const *output_names;
+	int n_output_names;
+	/* the compile options the loader uses when it is given none; NULL: defaults.
+	 * autotune_cache is not saved. */
+	const air_compile_options *compile;
+	/* constants saved as EXTERNAL: dtype, dims and a name, no bytes; the
+	 * loader is given their memory (air_load_options.externals). */
+	const air_value *externals;
+	const char *const *external_names; /* one per external, unique, non-NULL */
+	int n_externals;
+} air_save_options;
+
+void air_save_options_init(air_save_options *options);
+
+/* The graph as a .air file in new memory (*out, *size), freed with air_free.
+ * options may be NULL. The graph must be one that air_compile accepts. */
+air_status air_graph_save_buffer(const air_graph *graph, const air_save_options *options, void **out, size_t *size);
+
+/* The same, written to path atomically: a temporary file in the same folder,
+ * flushed, then renamed over path. */
+air_status air_graph_save_file(const air_graph *graph, const air_save_options *options, const char *path);
+
+/* Memory for an external constant, bound by name, or by position among the
+ * file's externals (air_file_external_info) when name is NULL. nbytes must
+ * equal the constant's size. The memory is used in place (as
+ * AIR_CONSTANT_BORROW) by graphs and models made from the file. */
+typedef struct air_external {
+	const char *name;
+	int index;
+	const void *data;
+	size_t nbytes;
+} air_external;
+
+enum {
+	/* air_file_open_buffer: use the caller's bytes in place instead of a
+	 * copy; they must stay alive and unchanged while the file, or any graph
+	 * or model made from it, exists. */
+	AIR_LOAD_BORROW = 1u << 0,
+	/* Skip the checksum of the weights section (a large file's weights are
+	 * then not read at open; every other section is still checked). */
+	AIR_LOAD_NO_WEIGHT_CHECKSUM = 1u << 1,
+};
+
+typedef struct air_load_options {
+	size_t size;    /* sizeof(air_load_options); fill with air_load_options_init */
+	uint32_t flags; /* AIR_LOAD_* */
+	const air_external *externals;
+	int n_externals;
+} air_load_options;
+
+void air_load_options_init(air_load_options *options);
+
+/* An opened .air file: checked (header, section table, checksums, every
+ * record decoded with its bounds checked) but not yet built into a graph.
+ * A file is immutable; graphs and models made from it keep what they need
+ * (a model keeps the file itself, whose weights it uses in place). */
+typedef struct air_file air_file;
+
+/* Opens a file from memory: copied unless options->flags has
+ * AIR_LOAD_BORROW. A damaged file is AIR_BAD_FILE, a newer format version
+ * AIR_UNSUPPORTED, an unbound or mismatched external AIR_INVALID_ARGUMENT. */
+air_status air_file_open_buffer(const void *data, size_t size, const air_load_options *options, air_file **out);
+/* Opens a file from disk by mapping it (read-only); weights are not copied. */
+air_status air_file_open(const char *path, const air_load_options *options, air_file **out);
+/* Drops the caller's reference; the file goes when no model uses it either. */
+void air_file_close(air_file *file);
+
+int air_file_version(const air_file *file); /* the format version it was written in */
+/* Metadata: count, pair i, or the value of key (NULL if absent). */
+int air_file_meta_count(const air_file *file);
+air_status air_file_meta_at(const air_file *file, int i, const char **key, const char **value);
+const char *air_file_meta(const air_file *file, const char *key);
+/* Names of inputs and outputs (NULL where none was saved). */
+int air_file_input_count(const air_file *file);
+int air_file_output_count(const air_file *file);
+const char *air_file_input_name(const air_file *file, int i);
+const char *air_file_output_name(const air_file *file, int i);
+/* Nodes and constants of the saved graph; op name of node i; bytes of the
+ * constants stored in the file (external ones not counted). */
+int air_file_node_count(const air_file *file);
+const char *air_file_node_op(const air_file *file, int i);
+int air_file_constant_count(const air_file *file);
+size_t air_file_weight_bytes(const air_file *file);
+/* External constant i: name, dtype, rank, dims (AIR_MAX_RANK entries). */
+int air_file_external_count(const air_file *file);
+air_status air_file_external_info(const air_file *file, int i, const char **name, air_dtype *dtype, int *rank,
+				  int64_t *dims);
+/* The compile options saved in the file (autotune_cache NULL). */
+air_status air_file_compile_options(const air_file *file, air_compile_options *options);
+
+/* The saved graph, rebuilt: constants copied out of the file (externals
+ * point to the caller's memory), so the graph may outlive the file. */
+air_status air_file_graph(const air_file *file, air_graph **out);
+
+/* Compiles the saved graph with options (NULL: the file's own). Constants
+ * are used in place from the file's memory, which the model keeps (the
+ * caller may close the file right after). */
+air_status air_file_compile(air_file *file, const air_compile_options *options, air_model **out);
+
+/* Shorthands: open, rebuild or compile, close. air_graph_load_* copy the
+ * constants; air_model_load_file maps the file and its model uses the
+ * weights in place (64-byte aligned) and unmaps on destroy;
+ * air_model_load_buffer copies data (to use the caller's bytes in place:
+ * air_file_open_buffer with AIR_LOAD_BORROW, then air_file_compile).
+ * options of air_model_load_*: compile options, NULL for the file's. A file
+ * with external constants needs air_file_open* and air_load_options. */
+air_status air_graph_load_buffer(const void *data, size_t size, const air_load_options *options, air_graph **out);
+air_status air_graph_load_file(const char *path, const air_load_options *options, air_graph **out);
+air_status air_model_load_file(const char *path, const air_compile_options *options, air_model **out);
+air_status air_model_load_buffer(const void *data, size_t size, const air_compile_options *options,
+				 air_model **out);
+
+/* A model's input and output names and metadata, from the file it was
+ * loaded from (input names also from air_graph_add_input); NULL if none. */
+const char *air_model_input_name(const air_model *model, int i);
+const char *air_model_output_name(const air_model *model, int i);
+const char *air_model_metadata(const air_model *model, const char *key);
+
 #ifdef __cplusplus
 }
 #endif

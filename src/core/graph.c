@@ -69,6 +69,12 @@ void air_graph_destroy(air_graph *g)
 air_status ir_add_value(air_graph *g, air_dtype dtype, int rank, const air_dim *dims, ir_value_kind kind,
 			int32_t index, air_value *out)
 {
+	/* constant dims whose product overflows are no tensor: every byte
+	 * count computed from them (constants, folding, the arena) would wrap */
+	int64_t numel = 1;
+	for (int i = 0; i < rank; i++)
+		if (dims[i] >= 0 && (__builtin_mul_overflow(numel, dims[i], &numel) || numel > AIR_IR_MAX_NUMEL))
+			return air_error(AIR_UNSUPPORTED, "a %s tensor of more than 2^56 elements", air_dtype_name(dtype));
 	AIR_TRY(ir_grow((void **)&g->values, &g->cap_values, g->n_values, sizeof *g->values));
 	ir_value *v = &g->values[g->n_values];
 	memset(v, 0, sizeof *v);
@@ -91,9 +97,14 @@ static air_status check_type(const air_graph *g, air_dtype dtype, int rank, cons
 		return air_error(AIR_UNSUPPORTED, "%s: rank %d is outside [0, %d]", who, rank, AIR_MAX_RANK);
 	if (rank > 0 && !dims)
 		return air_error(AIR_INVALID_ARGUMENT, "%s: dims is NULL", who);
-	for (int i = 0; i < rank; i++)
+	int64_t numel = 1;
+	for (int i = 0; i < rank; i++) {
 		if (dims[i] < 0 && -(dims[i] + 1) >= g->n_exprs)
 			return air_error(AIR_INVALID_ARGUMENT, "%s: dim %d names no expression", who, i);
+		/* checked before the constant's byte count is computed */
+		if (dims[i] >= 0 && (__builtin_mul_overflow(numel, dims[i], &numel) || numel > AIR_IR_MAX_NUMEL))
+			return air_error(AIR_UNSUPPORTED, "%s: %s tensor too large", who, air_dtype_name(dtype));
+	}
 	return AIR_OK;
 }
 

@@ -33,6 +33,10 @@ typedef struct ir_attr {
 
 #define IR_MAX_ATTRS 12
 
+/* Most elements a value with constant dims may have (times 8 bytes, still
+ * far from overflowing a size_t). */
+#define AIR_IR_MAX_NUMEL ((int64_t)1 << 56)
+
 typedef struct ir_node {
 	int op;
 	int n_in, n_out;

@@ -27,10 +27,14 @@ static air_status pair(op_infer_ctx *c, int i, const int64_t def[2], int64_t min
 	if (a->n > 2)
 		return op_fail(c, AIR_INVALID_ARGUMENT, "%s has %d entries; it takes 2", name, a->n);
 	kref_pair(a->ints, a->n, def, out);
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2; k++) {
 		if (out[k] < min)
 			return op_fail(c, AIR_INVALID_ARGUMENT, "%s[%d] is %lld; it must be at least %lld", name, k,
 				       (long long)out[k], (long long)min);
+		/* far beyond any real window, and keeps 2 * pad + stride in range */
+		if (out[k] > ((int64_t)1 << 31))
+			return op_fail(c, AIR_UNSUPPORTED, "%s[%d] is %lld; above 2^31", name, k, (long long)out[k]);
+	}
 	return AIR_OK;
 }
 

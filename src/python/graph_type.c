@@ -4,11 +4,6 @@
 
 #include <string.h>
 
-typedef struct {
-	PyObject_HEAD air_graph *g;
-	PyObject *owners; /* list: objects whose memory borrowed constants use */
-} GraphObject;
-
 static void Graph_dealloc(GraphObject *self)
 {
 	air_graph_destroy(self->g);
@@ -244,6 +239,7 @@ static PyMethodDef Graph_methods[] = {
 	{"outputs", (PyCFunction)Graph_outputs, METH_VARARGS, "outputs(values)"},
 	{"value_info", (PyCFunction)Graph_value_info, METH_VARARGS, "value_info(value) -> (dtype, dims)"},
 	{"verify", (PyCFunction)Graph_verify, METH_NOARGS, "verify()"},
+	{"save", (PyCFunction)(void (*)(void))graph_save, METH_VARARGS | METH_KEYWORDS, GRAPH_SAVE_DOC},
 	{"compile", (PyCFunction)(void (*)(void))Graph_compile, METH_VARARGS | METH_KEYWORDS,
 	 "compile(in_dtypes, out_dtypes, empty, flags=0, num_threads=0, fusion_threshold=0, disabled_passes=0, "
 	 "autotune_cache=None) -> Model"},

@@ -116,7 +116,8 @@ PyMODINIT_FUNC PyInit__C(void)
 	PyObject *m = PyModule_Create(&moduledef);
 	if (!m)
 		return NULL;
-	if (PyType_Ready(&GraphType) < 0 || PyType_Ready(&ModelType) < 0 || output_pool_init() < 0)
+	if (PyType_Ready(&GraphType) < 0 || PyType_Ready(&ModelType) < 0 || PyType_Ready(&FileType) < 0 ||
+	    output_pool_init() < 0 || PyModule_AddFunctions(m, air_file_methods) < 0)
 		return NULL;
 	Error = PyErr_NewExceptionWithDoc("torchair.TorchairError",
 					  "A libair error: args are (status code, status name, message).",
@@ -126,6 +127,8 @@ PyMODINIT_FUNC PyInit__C(void)
 	Py_INCREF(&ModelType);
 	PyModule_AddObject(m, "Graph", (PyObject *)&GraphType);
 	PyModule_AddObject(m, "Model", (PyObject *)&ModelType);
+	Py_INCREF(&FileType);
+	PyModule_AddObject(m, "File", (PyObject *)&FileType); /* .air files: air_file.c */
 	PyModule_AddObject(m, "Error", Error);
 	static const char *dtypes[AIR_DTYPE_COUNT] = {"F32", "F64", "F16", "BF16", "I64",
 						      "I32", "I16", "I8",  "U8",   "BOOL"};

@@ -23,6 +23,23 @@ PyObject *raise_msg(air_status st, const char *fmt, ...);
 int read_ints(PyObject *seq, int64_t *out, int max, int *n);
 
 extern PyTypeObject GraphType; /* torchair._C.Graph (graph_type.c) */
+
+typedef struct {
+	PyObject_HEAD air_graph *g;
+	PyObject *owners; /* list: objects whose memory borrowed constants use */
+} GraphObject;
+
+/* .air files (air_file.c): Graph.save, the File type, and the module's
+ * open_file / load / load_graph. */
+extern PyTypeObject FileType;
+PyObject *graph_save(PyObject *self, PyObject *args, PyObject *kw);
+#define GRAPH_SAVE_DOC                                                                                      \
+	"save(path=None, meta=None, externals=None, output_names=None, flags=0, num_threads=0, "           \
+	"fusion_threshold=0, disabled_passes=0) -> bytes, or None when path is given.\n"                    \
+	"Saves the graph as a .air file (written atomically). meta: dict of str -> str. externals: dict "   \
+	"name -> constant value id, saved as dtype and dims only. The compile arguments are the defaults "  \
+	"a loader uses."
+extern PyMethodDef air_file_methods[]; /* open_file, load, load_graph: added to the module */
 extern PyTypeObject ModelType; /* torchair._C.Model (model_type.c) */
 
 /* A Model over the compiled m, which it takes (destroyed on failure too):

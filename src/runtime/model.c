@@ -41,6 +41,7 @@ void air_model_destroy(air_model *m)
 	rt_pool_destroy(m->own_pool);
 	air_graph_destroy(m->g);
 	air_graph_destroy(m->before);
+	air_file_close(m->file); /* after the graph: its constants may point into the file */
 	free(m);
 }
 

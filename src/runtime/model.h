@@ -36,6 +36,8 @@ struct air_model {
 	air_memory_info run_mem;
 	char *autotune_cache;     /* AIR_COMPILE_AUTOTUNE's file, or NULL */
 	struct rt_tune_result *tune; /* per step, with AIR_COMPILE_AUTOTUNE; else NULL */
+	air_file *file; /* the .air file it was loaded from (its weights used in
+			 * place, names, metadata; one reference), or NULL */
 };
 
 /* What the autotuner did for one step (autotune.c). */

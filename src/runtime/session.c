@@ -2,6 +2,7 @@
  * the current input sizes (cached until they change), the arena laid out by
  * the memory plan, and the executor that runs every step in one call. */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -249,7 +250,11 @@ static air_status plan(air_session *s)
 		t->numel = 1;
 		for (int d = 0; d < x->rank; d++) {
 			AIR_TRY(ir_dim_eval(g, x->dims[d], s->sym, &t->dims[d]));
-			t->numel *= t->dims[d];
+			/* sizes may come from a damaged file or huge inputs: an
+			 * overflow is an error, not a wrapped size */
+			if (__builtin_mul_overflow(t->numel, t->dims[d], &t->numel) ||
+			    t->numel > (int64_t)(PTRDIFF_MAX / 16))
+				return air_error(AIR_SHAPE_MISMATCH, "value %d has too many elements", v);
 		}
 	}
 	/* an alias (reshape) views its input's memory in the output's shape;
