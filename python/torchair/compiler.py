@@ -193,9 +193,11 @@ def lower_subgraph(
         if found is not None and found.hit is not None:
             return found.hit
     b = build_subgraph(sub, arg_nodes, config, frozen)
+    if found is not None:
+        found.serialize(b)
     model = compile_built(b, config)
     if found is not None:
-        found.save(b)
+        found.write()
     all_tensors = len(b.tensor_args) == b.n_placeholders
     air = AirSubgraph(model, None if all_tensors else b.tensor_args, b.single, model.report(), b.frozen_used,
                       b.size_args, b.seeded)
@@ -220,10 +222,14 @@ def build_subgraph(
     config: CompilerConfig,
     frozen: dict[Node, torch.Tensor] | None = None,
     symbol_names: dict[Any, str] | None = None,
+    lazy_frozen: bool = False,
 ) -> BuiltGraph:
     """The lowering half of lower_subgraph: the libair graph of a submodule and
     how to call it. symbol_names ({sympy symbol: name}) names the graph's
-    symbolic dims (torchair.export: the user's dynamic_axes names)."""
+    symbolic dims (torchair.export: the user's dynamic_axes names).
+    lazy_frozen: an f32 frozen tensor becomes a constant of the graph only when
+    an op reads it as f32 (torchair.export: under mixed_precision the products
+    read 16-bit copies, and a saved file would otherwise hold both)."""
     L = Lowerer()
     for sym, name in (symbol_names or {}).items():
         L.symbols[sym] = L.g.symbol(name)
@@ -239,7 +245,12 @@ def build_subgraph(
         val = meta(outer)
         if frozen and outer in frozen:
             ph.meta["val"] = val
-            L.bind_constant(ph, frozen[outer])
+            t = frozen[outer]
+            if lazy_frozen and t.dtype == torch.float32:
+                L.const_tensors[ph] = t
+                L.lazy[ph] = lambda t=t: L.add_constant(t)
+            else:
+                L.bind_constant(ph, t)
             frozen_used.append(outer)
             frozen_values.append(L.raw.get(ph, L.env.get(ph)))
         elif isinstance(val, torch.Tensor):

@@ -16,6 +16,7 @@ removed, and written again after the compile."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,15 +30,17 @@ META_KEY = "torchair.cache"
 
 
 class Lookup:
-    """The cache's answer for one subgraph: ``hit`` (an AirSubgraph) or None, and
-    ``save(built, model)`` to call after a miss's compile."""
+    """The cache's answer for one subgraph: ``hit`` (an AirSubgraph) or None; after a
+    miss, ``serialize(built)`` before the compile (libair's compile may retire values
+    of the graph it compiles, which the writer then refuses) and ``write()`` after it."""
 
     def __init__(self, key: str, path: str) -> None:
         self.key = key
         self.path = path
         self.hit: Any = None
+        self._data: bytes | None = None
 
-    def save(self, built: Any) -> None:
+    def serialize(self, built: Any) -> None:
         if built.lowerer.converted:
             return  # 16-bit copies of weights would be stored in the entry
         info = {
@@ -52,11 +55,24 @@ class Lookup:
             "externals": len(built.frozen_values),
         }
         externals = {f"frozen{i}": v for i, v in enumerate(built.frozen_values)}
+        try:
+            self._data = built.graph.save(meta={META_KEY: json.dumps(info)}, externals=externals)
+        except Exception as e:  # noqa: BLE001  (a graph the format cannot hold: not cached)
+            store.warn_once(f"save:{type(e).__name__}:{e}", f"a compiled graph could not be saved ({e}); it is not cached")
 
-        def write(tmp: str) -> None:
-            built.graph.save(tmp, meta={META_KEY: json.dumps(info)}, externals=externals)
+    def write(self) -> None:
+        data = self._data
+        if data is None:
+            return
 
-        store.write_atomically(self.path, write)
+        def fill(tmp: str) -> None:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+
+        store.write_atomically(self.path, fill)
+        self._data = None
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -76,8 +92,6 @@ def lookup(
         return None
     k = key_mod.key(sub, arg_nodes, config, frozen)
     found = Lookup(k, store.entry_path(k))
-    import os
-
     if os.path.exists(found.path):
         try:
             found.hit = _load(found, sub, arg_nodes, config, frozen)

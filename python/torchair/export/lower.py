@@ -65,7 +65,7 @@ def lower(traced: Traced, config: CompilerConfig) -> BuiltGraph:
     gm = traced.gm
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     try:
-        built = build_subgraph(gm, placeholders, config, traced.frozen, traced.symbol_names)
+        built = build_subgraph(gm, placeholders, config, traced.frozen, traced.symbol_names, lazy_frozen=True)
     except (Unsupported, TorchairError) as e:
         reason = str(e) if isinstance(e, Unsupported) else (e.args[2] if len(e.args) > 2 else str(e))
         raise _err(f"the graph did not lower: {reason}") from e
