@@ -17,6 +17,7 @@
 
 #include "air/air.h"
 #include "air_file_graphs.h"
+#include "air_file_mutate.h"
 #include "check.h"
 #include "format/format.h"
 
@@ -273,6 +274,16 @@ static void test_cnn_file(void)
 	af_store_u32(c + AF_H_HEADER_CRC, af_crc32(0, c, AF_HEADER_SIZE));
 	CHECK(air_model_load_buffer(c, size, NULL, &m) == AIR_UNSUPPORTED && !m);
 	CHECK(strstr(air_last_error(), "version") != NULL);
+	free(c);
+	/* an op this libair does not know (a newer file): unsupported, by name */
+	c = malloc(size);
+	memcpy(c, buf, size);
+	for (size_t i = 0; i + 5 < size; i++)
+		if (memcmp(c + i, "relu", 5) == 0)
+			memcpy(c + i, "rel_", 5);
+	afm_repair(c, size);
+	CHECK(air_model_load_buffer(c, size, NULL, &m) == AIR_UNSUPPORTED && !m);
+	CHECK(strstr(air_last_error(), "rel_") != NULL);
 	free(c);
 	/* the weights checksum can be skipped, not the others */
 	air_load_options lo;
