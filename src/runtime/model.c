@@ -27,7 +27,7 @@ void air_model_destroy(air_model *m)
 {
 	if (!m)
 		return;
-	for (int i = 0; i < m->n_steps; i++)
+	for (int i = 0; m->steps && i < m->n_steps; i++) /* steps NULL: compile failed allocating them */
 		if (m->steps[i].prepared && m->steps[i].kernel->release)
 			m->steps[i].kernel->release(m->steps[i].prepared);
 	free(m->steps);

@@ -16,7 +16,44 @@
 #define AFX_MAX_EXTERNALS 16
 #define AFX_MAX_EXTERNAL_BYTES ((size_t)16 << 20)
 
-static air_status afx_exercise(const void *data, size_t size, uint32_t load_flags)
+/* The outputs of a run, when the caller asks for them. */
+typedef struct afx_result {
+	int n;
+	void *outs[64];
+	size_t nbytes[64];
+	air_dtype dtype[64];
+} afx_result;
+
+static inline void afx_result_free(afx_result *r)
+{
+	for (int o = 0; o < r->n; o++)
+		free(r->outs[o]);
+	r->n = 0;
+}
+
+/* Keeps the run's outputs in res, or frees them. */
+static air_status afx_run(const air_model *m, afx_result *res)
+{
+	void *outs[64] = {0};
+	size_t nbytes[64];
+	int n = air_model_output_count(m);
+	if (n > 64)
+		return AIR_UNSUPPORTED;
+	air_status st = agf_run(m, 3, 11, outs, nbytes);
+	for (int o = 0; st == AIR_OK && o < n; o++) {
+		if (res) {
+			res->outs[o] = outs[o];
+			res->nbytes[o] = nbytes[o];
+			air_model_output_info(m, o, &res->dtype[o], NULL, NULL);
+			res->n = o + 1;
+		} else {
+			free(outs[o]);
+		}
+	}
+	return st;
+}
+
+static air_status afx_exercise(const void *data, size_t size, uint32_t load_flags, afx_result *res)
 {
 	air_load_options lo;
 	air_load_options_init(&lo);
@@ -75,15 +112,8 @@ static air_status afx_exercise(const void *data, size_t size, uint32_t load_flag
 		st = air_file_compile(f, &co, &m);
 	}
 	air_file_close(f);
-	if (st == AIR_OK) {
-		void *outs[64] = {0};
-		size_t nbytes[64];
-		if (air_model_output_count(m) <= (int)(sizeof outs / sizeof outs[0])) {
-			st = agf_run(m, 3, 11, outs, nbytes);
-			for (int o = 0; st == AIR_OK && o < air_model_output_count(m); o++)
-				free(outs[o]);
-		}
-	}
+	if (st == AIR_OK)
+		st = afx_run(m, res);
 	air_model_destroy(m);
 	for (int i = 0; i < AFX_MAX_EXTERNALS; i++)
 		free(mem[i]);

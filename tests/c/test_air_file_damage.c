@@ -34,7 +34,7 @@ static int n_files, n_loaded;
 
 static void try_file(const uint8_t *b, size_t size, bool must_fail)
 {
-	air_status st = afx_exercise(b, size, 0);
+	air_status st = afx_exercise(b, size, 0, NULL);
 	n_files++;
 	n_loaded += st == AIR_OK;
 	if (must_fail)
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 		}
 	} else {
 		for (int i = 0; i < 3; i++) {
-			CHECK(afx_exercise(files[i], sizes[i], 0) == AIR_OK); /* undamaged: loads and runs */
+			CHECK(afx_exercise(files[i], sizes[i], 0, NULL) == AIR_OK); /* undamaged: loads and runs */
 			damage(files[i], sizes[i]);
 		}
 		printf("damaged files: %d, of which %d loaded and ran\n", n_files, n_loaded);
