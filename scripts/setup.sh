@@ -5,6 +5,12 @@
 # with (bench/modes.py), as its users install it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# clang for the .air loader's fuzzer (scripts/fuzz.sh, scripts/test.sh),
+# from Debian's packages; skipped where there is no apt or no root
+if ! command -v clang >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang) >/dev/null 2>&1 ||
+    echo "setup.sh: could not install clang; the fuzzer will be skipped" >&2
+fi
 python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 python3 -m pip install -q "torch==2.13.0" "transformers>=4.40" pytest expecttest numpy matplotlib openvino \
   "scikit-build-core>=0.8" cmake ninja

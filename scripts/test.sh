@@ -15,6 +15,13 @@ cmake -S . -B build/asan -G Ninja -DAIR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/d
 cmake --build build/asan -j "$jobs"
 (cd build/asan && ctest --output-on-failure -j "$jobs" -E '_(avx2|scalar|avx512)$')
 
+if command -v clang >/dev/null; then
+  echo "== fuzzing the .air loader for 60 s (scripts/fuzz.sh)"
+  scripts/fuzz.sh 60
+else
+  echo "== clang not found: the .air loader's fuzzer is skipped (scripts/setup.sh installs clang)"
+fi
+
 echo "== Python tests"
 python3 -m pytest tests/python -q
 

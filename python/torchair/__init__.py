@@ -14,6 +14,7 @@ from torchair.config import CompilerConfig, get_npu_backend_config, valid_option
 from torchair.core.utils import logger
 from torchair import log as _log
 from torchair.errors import NotBuiltError, OptionError, TorchairError
+from torchair.export import export, load
 from torchair.facade import (
     dynamo_export,
     get_compiler,
@@ -49,6 +50,8 @@ __all__ = [
     "valid_options",
     "get_compiler",
     "dynamo_export",
+    "export",
+    "load",
     "use_internal_format_weight",
     "npu_format_cast_via_cpu",
     "register_fx_node_ge_converter",

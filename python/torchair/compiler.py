@@ -12,6 +12,7 @@ import math
 import operator
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -158,27 +159,121 @@ def _disabled_passes(config: CompilerConfig) -> int:
     return bits
 
 
+@dataclass
+class BuiltGraph:
+    """A subgraph lowered into a libair graph, not yet compiled (build_subgraph):
+    what lower_subgraph compiles, and what torchair.export saves."""
+
+    lowerer: Lowerer
+    in_dtypes: list[torch.dtype]
+    out_dtypes: list[torch.dtype]
+    tensor_args: list[int]  # placeholder positions passed as tensors
+    size_args: list[int]  # SymInt placeholders passed as empty [0, n] tensors
+    single: bool  # the subgraph returns one tensor, not a tuple
+    frozen_used: list[Node]
+    seeded: bool  # a seed goes in last (dropout)
+    n_placeholders: int
+    frozen_values: list[int]  # the constants of frozen_used, in its order (the compile cache's externals)
+
+    @property
+    def graph(self) -> Any:
+        return self.lowerer.g
+
+
 def lower_subgraph(
-    sub: GraphModule, arg_nodes: Sequence[Any], config: CompilerConfig, frozen: dict[Node, torch.Tensor] | None = None
+    sub: GraphModule,
+    arg_nodes: Sequence[Any],
+    config: CompilerConfig,
+    frozen: dict[Node, torch.Tensor] | None = None,
+    cacheable: bool = False,
 ) -> AirSubgraph:
     """Lowers a fused submodule; arg_nodes are the outer graph's arguments
     (whose meta gives the types of the submodule's placeholders). An argument
     in frozen is lowered as a borrowed constant (no copy) of the given tensor
-    instead of an input."""
+    instead of an input. cacheable: look the subgraph up in the compile cache
+    (torchair.cache: inference graphs) and save it there after a miss."""
+    found = None
+    if cacheable:
+        from torchair.cache import lookup
+
+        found = lookup(sub, arg_nodes, config, frozen)
+        if found is not None and found.hit is not None:
+            return _with_debug(found.hit, sub, config)
+    b = build_subgraph(sub, arg_nodes, config, frozen)
+    if found is not None:
+        found.serialize(b)
+    with trace_span("libair compile", nodes=len(sub.graph.nodes)):
+        model = compile_built(b, config)
+    add_c_phases(model, "")
+    if found is not None:
+        found.write()
+    all_tensors = len(b.tensor_args) == b.n_placeholders
+    air = AirSubgraph(model, None if all_tensors else b.tensor_args, b.single, model.report(), b.frozen_used,
+                      b.size_args, b.seeded)
+    air.converted = list(b.lowerer.converted)
+    return _with_debug(air, sub, config)
+
+
+def _with_debug(air: AirSubgraph, sub: GraphModule, config: CompilerConfig) -> AirSubgraph:
+    """The debug tree's hooks on a compiled subgraph (torchair.debug): its FX
+    source kept for graph dumps, the data dump's per-call hook."""
+    debug = getattr(getattr(config, "extras", None), "debug", None)
+    if debug is not None:
+        if debug.keep_sources:
+            air.source = sub
+        if debug.current is not None and debug.data_dump.enabled:
+            air.debug = debug.current.data_hook(sub)
+    return air
+
+
+def compile_built(b: BuiltGraph, config: CompilerConfig) -> Any:
+    """The C compile of a built graph with the options' flags: a torchair._C.Model."""
+    return b.graph.compile(
+        b.in_dtypes, b.out_dtypes, _empty, flags=_compile_flags(config),
+        num_threads=getattr(getattr(config, "extras", None), "num_threads", 0),
+        fusion_threshold=config.fusion_threshold or 0,
+        disabled_passes=_disabled_passes(config),
+        autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
+    )
+
+
+def build_subgraph(
+    sub: GraphModule,
+    arg_nodes: Sequence[Any],
+    config: CompilerConfig,
+    frozen: dict[Node, torch.Tensor] | None = None,
+    symbol_names: dict[Any, str] | None = None,
+    lazy_frozen: bool = False,
+) -> BuiltGraph:
+    """The lowering half of lower_subgraph: the libair graph of a submodule and
+    how to call it. symbol_names ({sympy symbol: name}) names the graph's
+    symbolic dims (torchair.export: the user's dynamic_axes names).
+    lazy_frozen: an f32 frozen tensor becomes a constant of the graph only when
+    an op reads it as f32 (torchair.export: under mixed_precision the products
+    read 16-bit copies, and a saved file would otherwise hold both)."""
     L = Lowerer()
+    for sym, name in (symbol_names or {}).items():
+        L.symbols[sym] = L.g.symbol(name)
     L.mixed_precision = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.mixed_precision or "")
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     tensor_args: list[int] = []
     in_dtypes: list[torch.dtype] = []
     frozen_used: list[Node] = []
+    frozen_values: list[int] = []
     # first pass binds symbols from every tensor input, so that a SymInt
     # placeholder can be expressed whatever the argument order
     for i, (ph, outer) in enumerate(zip(placeholders, arg_nodes)):
         val = meta(outer)
         if frozen and outer in frozen:
             ph.meta["val"] = val
-            L.bind_constant(ph, frozen[outer])
+            t = frozen[outer]
+            if lazy_frozen and t.dtype == torch.float32:
+                L.const_tensors[ph] = t
+                L.lazy[ph] = lambda t=t: L.add_constant(t)
+            else:
+                L.bind_constant(ph, t)
             frozen_used.append(outer)
+            frozen_values.append(L.raw.get(ph, L.env.get(ph)))
         elif isinstance(val, torch.Tensor):
             ph.meta["val"] = val
             L.add_input(ph)
@@ -231,27 +326,8 @@ def lower_subgraph(
     outs = [L.raw[r] if dt in LOW_PRECISION and r in L.raw else _stored(L, v, dt)
             for r, v, dt in zip(results, outs, out_dtypes)]
     L.g.outputs(outs)
-    with trace_span("libair compile", nodes=len(sub.graph.nodes)):
-        model = L.g.compile(
-            in_dtypes, out_dtypes, _empty, flags=_compile_flags(config),
-            num_threads=getattr(getattr(config, "extras", None), "num_threads", 0),
-            fusion_threshold=config.fusion_threshold or 0,
-            disabled_passes=_disabled_passes(config),
-            autotune_cache=autotune_cache_path() if config.mode == "max-autotune" else None,
-        )
-    add_c_phases(model, "")
-    all_tensors = len(tensor_args) == len(placeholders)
-    air = AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args,
-                      seeded)
-    air.converted = list(L.converted)
-    debug = getattr(getattr(config, "extras", None), "debug", None)
-    if debug is not None:
-        if debug.keep_sources:
-            air.source = sub
-        if debug.current is not None and debug.data_dump.enabled:
-            air.debug = debug.current.data_hook(sub)
-    return air
-
+    return BuiltGraph(L, in_dtypes, out_dtypes, tensor_args, size_args, single, frozen_used, seeded, len(placeholders),
+                      frozen_values)
 
 
 def _stored(L: Lowerer, v: Any, dtype: torch.dtype) -> Any:
@@ -358,7 +434,7 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         try:
             try:
                 with trace_span(f"lower {node.target}", ops=len(ops)):
-                    compiled = lower_subgraph(sub, node.args, config, frozen)
+                    compiled = lower_subgraph(sub, node.args, config, frozen, cacheable=graph_kind == "inference")
             except (Unsupported, TorchairError):
                 if not any(a in frozen for a in node.args):
                     raise

@@ -165,8 +165,8 @@ void af_put_str(af_writer *w, const char *s); /* NULL: AF_NO_STRING */
 
 /* ---- checksum ------------------------------------------------------------ */
 
-/* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, as zlib's crc32):
- * crc = af_crc32(0, p, n) for a whole buffer, or chained. */
+/* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78, initial and final
+ * XOR 0xFFFFFFFF): crc = af_crc32(0, p, n) for a whole buffer, or chained. */
 uint32_t af_crc32(uint32_t crc, const void *p, size_t n);
 
 /* ---- between the parts --------------------------------------------------- */

@@ -11,7 +11,7 @@
 
 static uint32_t afm_seed = 1;
 
-static uint32_t afm_rand(void)
+static inline uint32_t afm_rand(void)
 {
 	afm_seed ^= afm_seed << 13;
 	afm_seed ^= afm_seed >> 17;
@@ -19,7 +19,7 @@ static uint32_t afm_rand(void)
 	return afm_seed;
 }
 
-static void afm_repair(uint8_t *b, size_t size)
+static inline void afm_repair(uint8_t *b, size_t size)
 {
 	if (size < AF_HEADER_SIZE)
 		return;
@@ -39,7 +39,7 @@ static void afm_repair(uint8_t *b, size_t size)
 }
 
 /* offset and length of the first section of kind, or 0 */
-static size_t afm_section(const uint8_t *b, size_t size, uint32_t kind, size_t *len)
+static inline size_t afm_section(const uint8_t *b, size_t size, uint32_t kind, size_t *len)
 {
 	uint64_t table = af_load_u64(b + AF_H_TABLE_OFFSET);
 	uint32_t n = af_load_u32(b + AF_H_SECTION_COUNT);

@@ -3,7 +3,7 @@ must raise torchair.NotBuiltError (a NotImplementedError) with a reason that nam
 or function -- config options when the backend is made (get_npu_backend), functions when they
 are called -- and never be accepted and ignored: aoe_config.aoe_mode "2",
 export.export_mode, debug.graph_dump.type "pbtxt", npu_fx_pass, cc_parallel_enable,
-memory_efficiency, the gear merge policy "product", aclgraph capture limits; dynamo_export,
+memory_efficiency, the gear merge policy "product", aclgraph capture limits;
 inference.cache_compile / readable_cache, use_internal_format_weight, npu_format_cast_via_cpu,
 register_fx_node_ge_converter, torchair.ge, tagged events, and the quantized / paged / LSE
 forms of npu_fused_infer_attention_score. Afterwards a default config still compiles and
@@ -81,7 +81,6 @@ def main():
     )
 
     # functions: refused when called
-    expect_not_built("dynamo_export", lambda: torchair.dynamo_export(x, model=model, export_path=workdir, dynamic=False), ["dynamo_export"])
     expect_not_built("inference.cache_compile", lambda: torchair.inference.cache_compile(model.forward, config=CompilerConfig()), ["cache_compile"])
     expect_not_built("inference.readable_cache", lambda: torchair.inference.readable_cache(os.path.join(workdir, "compiled_module")), ["readable_cache"])
     expect_not_built("use_internal_format_weight", lambda: torchair.use_internal_format_weight(model), ["use_internal_format_weight"])

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 import torch
+
+# The compile cache (and max-autotune's choices) go to a folder of this test
+# session, never to the user's ~/.cache/torchair or TORCHAIR_CACHE_DIR: set
+# before any test compiles. Tests of the cache itself point it at their own tmp_path.
+os.environ["TORCHAIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="torchair-test-cache-")
 
 
 @pytest.fixture

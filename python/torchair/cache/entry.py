@@ -1,0 +1,132 @@
+"""One compiled subgraph in the compile cache. A miss lowers and compiles as
+usual, then saves the libair graph as a .air file whose frozen parameters are
+EXTERNAL constants (dtype and shape only: the cache holds no weights) with
+what compiler.lower_subgraph needs to rebuild its AirSubgraph (which
+arguments are tensors or sizes, one output or several, a seed, the dtypes).
+A hit loads that file (the format checks its checksums), binds the externals
+to the live module's tensors, and compiles it: the Python lowering is
+skipped, libair's compile (passes, kernel choice, weight packing) is not.
+
+Not cached: training graphs (only inference graphs reach here), graphs whose
+lowering made 16-bit copies of weights (mixed_precision, autocast: those
+copies would be weights in the cache). An entry that does not load (damaged,
+written by another build, a different key inside) is ignored with a warning,
+removed, and written again after the compile."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch.fx import GraphModule, Node
+
+from torchair.cache import key as key_mod
+from torchair.cache import store
+
+META_KEY = "torchair.cache"
+
+
+class Lookup:
+    """The cache's answer for one subgraph: ``hit`` (an AirSubgraph) or None; after a
+    miss, ``serialize(built)`` before the compile (libair's compile may retire values
+    of the graph it compiles, which the writer then refuses) and ``write()`` after it."""
+
+    def __init__(self, key: str, path: str) -> None:
+        self.key = key
+        self.path = path
+        self.hit: Any = None
+        self._data: bytes | None = None
+
+    def serialize(self, built: Any) -> None:
+        if built.lowerer.converted:
+            return  # 16-bit copies of weights would be stored in the entry
+        info = {
+            "key": self.key,
+            "tensor_args": built.tensor_args,
+            "size_args": built.size_args,
+            "single": built.single,
+            "seeded": built.seeded,
+            "n_placeholders": built.n_placeholders,
+            "in_dtypes": [str(d) for d in built.in_dtypes],
+            "out_dtypes": [str(d) for d in built.out_dtypes],
+            "externals": len(built.frozen_values),
+        }
+        externals = {f"frozen{i}": v for i, v in enumerate(built.frozen_values)}
+        try:
+            self._data = built.graph.save(meta={META_KEY: json.dumps(info)}, externals=externals)
+        except Exception as e:  # noqa: BLE001  (a graph the format cannot hold: not cached)
+            store.warn_once(f"save:{type(e).__name__}:{e}", f"a compiled graph could not be saved ({e}); it is not cached")
+
+    def write(self) -> None:
+        data = self._data
+        if data is None:
+            return
+
+        def fill(tmp: str) -> None:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+
+        store.write_atomically(self.path, fill)
+        self._data = None
+
+
+def _dtype(name: str) -> torch.dtype:
+    dt = getattr(torch, name.removeprefix("torch."), None)
+    if not isinstance(dt, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}")
+    return dt
+
+
+def lookup(
+    sub: GraphModule, arg_nodes: Sequence[Any], config: Any, frozen: dict[Node, torch.Tensor] | None
+) -> Lookup | None:
+    """None when the cache is off (TORCHAIR_CACHE=0) or this libair cannot save graphs."""
+    from torchair import _C
+
+    if not store.enabled() or not hasattr(_C.Graph, "save") or not hasattr(_C, "load_graph"):
+        return None
+    k = key_mod.key(sub, arg_nodes, config, frozen)
+    found = Lookup(k, store.entry_path(k))
+    if os.path.exists(found.path):
+        try:
+            found.hit = _load(found, sub, arg_nodes, config, frozen)
+        except Exception as e:  # noqa: BLE001  (any bad entry: recompile)
+            store.warn_once("entry:" + found.path, f"ignoring entry {found.path!r} ({e}); compiling again")
+            store.discard(found.path)
+            found.hit = None
+    return found
+
+
+def _load(found: Lookup, sub: GraphModule, arg_nodes: Sequence[Any], config: Any,
+          frozen: dict[Node, torch.Tensor] | None) -> Any:
+    from types import SimpleNamespace
+
+    from torchair import _C
+    from torchair.compiler import compile_built
+    from torchair.subgraph import AirSubgraph
+
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    frozen_used = [outer for outer in arg_nodes if frozen and outer in frozen]
+    tensors = [frozen[o].detach().contiguous() for o in frozen_used] if frozen else []
+    graph, meta = _C.load_graph(
+        found.path, externals={f"frozen{i}": (t.data_ptr(), t.nbytes, t) for i, t in enumerate(tensors)}
+    )
+    info = json.loads(meta[META_KEY])
+    if info.get("key") != found.key:
+        raise ValueError("the entry holds another key")
+    if info["externals"] != len(tensors) or info["n_placeholders"] != len(placeholders):
+        raise ValueError("the entry does not match the graph's arguments")
+    shim = SimpleNamespace(graph=graph, in_dtypes=[_dtype(d) for d in info["in_dtypes"]],
+                           out_dtypes=[_dtype(d) for d in info["out_dtypes"]])
+    model = compile_built(shim, config)
+    all_tensors = len(info["tensor_args"]) == info["n_placeholders"]
+    air = AirSubgraph(model, None if all_tensors else info["tensor_args"], info["single"], model.report(),
+                      frozen_used, info["size_args"], info["seeded"])
+    air.cached = True
+    air.keep = tensors  # the externals' memory, used in place by the model
+    return air
