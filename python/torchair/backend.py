@@ -245,9 +245,32 @@ def _backend(
     owner: Any = None,
 ) -> Callable[..., Any]:
     """owner: an object living as long as the compile (dynamic_axes tells its frames apart
-    by it); None: the config passed."""
+    by it); None: the config passed. The result is checked on every call against torch's
+    fp32 precision knobs it was compiled for (torchair.precision)."""
+    from torchair import precision
+
+    setting = precision.current()
+    compiled = _backend_at(gm, example_inputs, config, setting, recorder, custom_decompositions, owner)
+    symbolic = config.dynamic_axes is not None or _is_symbolic(gm, example_inputs)
+
+    def recompile(args: list[Any]) -> Callable[..., Any]:
+        return _backend_at(gm, args, config, precision.current(), recorder, custom_decompositions, owner)
+
+    return precision.guard_precision(compiled, setting, symbolic, recompile)
+
+
+def _backend_at(
+    gm: GraphModule,
+    example_inputs: list[Any],
+    config: CompilerConfig,
+    setting: tuple[str, str],
+    recorder: _Recorder | None = None,
+    custom_decompositions: dict[Any, Callable[..., Any]] | None = None,
+    owner: Any = None,
+) -> Callable[..., Any]:
     given = config
     config, extras = config.effective()
+    object.__setattr__(config, "fp32_precision", setting)
     if config.dynamic_axes is not None:
         from torchair import dynamic_axes
 

@@ -160,6 +160,13 @@ def lower_subgraph(
     instead of an input."""
     L = Lowerer()
     L.mixed_precision = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.mixed_precision or "")
+    L.weight_quantization = config.weight_quantization
+    if L.mixed_precision is None:
+        from torchair.precision import low_dtypes
+
+        # torch.set_float32_matmul_precision('medium') and the mkldnn knobs (torchair.precision)
+        L.precision_low = low_dtypes(getattr(config, "fp32_precision", ("ieee", "ieee")))
+    L.weight_quantization_group = config.weight_quantization_group_size
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     tensor_args: list[int] = []
     in_dtypes: list[torch.dtype] = []
@@ -234,6 +241,7 @@ def lower_subgraph(
     air = AirSubgraph(model, None if all_tensors else tensor_args, single, model.report(), frozen_used, size_args,
                       seeded)
     air.converted = list(L.converted)
+    air.quantized = list(getattr(L, "quantized", []))
     return air
 
 
@@ -279,6 +287,11 @@ def _drop_short(partitions: list[Any], least: int | None, reasons: dict[Node, st
 
 def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> tuple[Any, CompileReport]:
     report = CompileReport(graph=graph_kind)
+    setting = getattr(config, "fp32_precision", ("ieee", "ieee"))
+    if config.mixed_precision is None and setting != ("ieee", "ieee"):
+        from torchair.precision import describe
+
+        report.fp32_precision = describe(setting)
     # set by the backend: {argument position: the real tensor to freeze}, and
     # "on" or why freezing is off for this graph
     # (popped: gm outlives the compile, and must not keep the tensors alive)
@@ -349,6 +362,7 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         del fused._modules[node.target]
         fused.__dict__[node.target] = compiled
         sub_report = SubgraphReport(node.target, ops, True, "", compiled.air_report, compiled.model, compiled.converted)
+        sub_report.quantized = getattr(compiled, "quantized", [])
         report.subgraphs.append(sub_report)
         if compiled.frozen:
             holders.append((compiled, sub_report, sub, tuple(node.args)))

@@ -3,7 +3,7 @@
  * and the prefill path (dequantized panels on the f32 GEMM): K not a multiple of the group
  * (and not of the vector width), N odd and not a multiple of the tile's 2 rows or a task's run,
  * strided A and C, with and without bias, no pool and a 2-thread pool. Also checks that the
- * quantizer's round trip is within half a step of each weight, that nothing outside the M x N
+ * quantizer's round trip is within half a step of each weight (unless clamped), that nothing outside the M x N
  * output is written, and the workspace asked for is enough (buffers exactly that size).
  *
  * Tolerance: the paths sum the same dequantized products in f32 in other orders, so an element
@@ -56,9 +56,10 @@ static void one(rt_pool *pool, int bits, int64_t M, int64_t N, int64_t K, int64_
 		kq_dequant_row(&w, n, row);
 		for (int64_t k = 0; k < K; k++) {
 			const float s = k_f16_to_f32(sc[n * ng + k / group]);
-			const float qmax = bits == 8 ? 127.0f : 7.0f;
-			/* a value past qmax * s (the f16 scale rounded down) is clamped: one more step */
-			if (fabsf(row[k] - W[n * K + k]) > s * 0.5f * 1.001f + fmaxf(0.0f, fabsf(W[n * K + k]) - qmax * s))
+			/* a value past the last level (the f16 scale rounded, int4's +8) is clamped: more */
+			const float t = s != 0.0f ? W[n * K + k] / s : 0.0f;
+			const float over = bits == 8 ? fmaxf(0.0f, fabsf(t) - 127.0f) : fmaxf(0.0f, t - 7.0f) + fmaxf(0.0f, -8.0f - t);
+			if (fabsf(row[k] - W[n * K + k]) > fabsf(s) * (0.5f * 1.001f + over))
 				bad_rt++;
 		}
 		for (int64_t k = K; k < kpad; k++)

@@ -1,8 +1,9 @@
 """Weight-only quantization (``options={'weight_quantization': 'int8'|'int4'}``): the 2-D
 weight of a linear, frozen as a constant, is quantized once at compile time into libair's
 format (src/kernels/gemm_q/gemm_q.h): K cut into groups of ``group`` values, one f16 scale
-per group (max |w| / 127 or / 7, symmetric, no zero point), q = round(w / s) as int8, or
-as two 4-bit values a byte for int4. The graph holds only q and the scales: no f32 or
+per group, symmetric (no zero point), q = round(w / s): int8 with s = max|w| / 127; int4
+as ggml's Q4_0, s = p / -8 for the group's value p of largest magnitude, q in [-8, 7], two
+values a byte (max|w| / 7 leaves -8 unused: the small LLaMA's logits lost 0.01 of cosine). The graph holds only q and the scales: no f32 or
 16-bit copy of the weight (the module keeps its own parameter, as it does under
 mixed_precision). The product becomes libair's ``linear_q(x, q, scales[, bias])``:
 activations stay f32, so the only error is the weights' rounding.
@@ -57,10 +58,16 @@ def quantize(w: torch.Tensor, bits: int, group: int) -> tuple[torch.Tensor, torc
     kpad = ng * group
     with torch.no_grad():
         wp = torch.nn.functional.pad(w.detach().float(), (0, kpad - k)).view(n, ng, group)
-        qmax = 127.0 if bits == 8 else 7.0
-        s16 = (wp.abs().amax(-1) / qmax).to(torch.float16)
+        if bits == 8:
+            s16 = (wp.abs().amax(-1) / 127.0).to(torch.float16)
+            lo, hi = -127.0, 127.0
+        else:
+            # ggml's Q4_0: the group's value of largest magnitude is q = -8 exactly
+            peak = wp.gather(-1, wp.abs().argmax(-1, keepdim=True)).squeeze(-1)
+            s16 = (peak / -8.0).to(torch.float16)
+            lo, hi = -8.0, 7.0
         s = s16.float().unsqueeze(-1)
-        qv = torch.where(s > 0, torch.round(wp / torch.where(s > 0, s, 1.0)), 0.0).clamp_(-qmax, qmax)
+        qv = torch.where(s != 0, torch.round(wp / torch.where(s != 0, s, 1.0)), 0.0).clamp_(lo, hi)
         del wp
         qi = qv.to(torch.int8).view(n, kpad)
         del qv
@@ -128,15 +135,17 @@ def quantized_weight(L: Lowerer, src: Any) -> QuantWeight | None:
 
 
 def linear_q(L: Lowerer, x: Any, w: QuantWeight, bias: Any = None) -> Value | None:
-    """linear_q(x, q, scales[, bias]) when x is f32 with w's K features and the bias a
-    1-D f32 tensor; None otherwise (the caller lowers the product on f32)."""
+    """linear_q(x, q, scales[, bias]) when x has w's K features and the bias is 1-D; None
+    otherwise (the caller lowers the product on f32). A 16-bit x or bias is f32 in the graph
+    (lowering/core.py's LOW_PRECISION), as linear_q takes it."""
+    floats = (torch.float32, torch.bfloat16, torch.float16)
     xv = meta(x)
-    if not isinstance(xv, torch.Tensor) or xv.dtype != torch.float32 or xv.dim() < 1 or xv.shape[-1] != w.k:
+    if not isinstance(xv, torch.Tensor) or xv.dtype not in floats or xv.dim() < 1 or xv.shape[-1] != w.k:
         return None
     inputs = [L.value(x), w.q, w.scales]
     if bias is not None:
         bv = meta(bias)
-        if not isinstance(bv, torch.Tensor) or bv.dim() != 1 or bv.dtype != torch.float32:
+        if not isinstance(bv, torch.Tensor) or bv.dim() != 1 or bv.dtype not in floats:
             return None
         inputs.append(L.value(bias))
     return L.node("linear_q", inputs, {"bits": w.bits, "group": w.group, "has_bias": int(bias is not None)})

@@ -4,11 +4,12 @@
  * The format of W [N x K] (PyTorch's nn.Linear layout), made once when a model is frozen:
  *   - K is cut into ngroups = ceil(K / group) groups of `group` values (group a multiple of
  *     KQ_BLOCK); the last group is padded with zeros, so each row holds kpad = ngroups * group.
- *   - scales [N x ngroups] f16: scale s of a group is max|w| / qmax (127 for int8, 7 for int4);
- *     w ~= s * q, q = round(w / s) in [-qmax, qmax].
+ *   - scales [N x ngroups] f16, w ~= s * q with q = round(w / s), symmetric (no zero point):
+ *     int8: s = max|w| / 127, q in [-127, 127]; int4 (ggml's Q4_0): s = p / -8 where p is the
+ *     group's value of largest magnitude (s may be negative), q in [-8, 7].
  *   - int8: q [N x kpad] int8, row-major.
  *   - int4: q [N x kpad / 2] bytes; every KQ_BLOCK values of a row are 16 bytes, byte b holding
- *     value b in its low nibble and value b + 16 in its high one, each as q + 8 (1..15). Two
+ *     value b in its low nibble and value b + 16 in its high one, each as q + 8 (0..15). Two
  *     halves of a block then widen with one AND and one shift (ggml's Q4_0 order).
  *
  * Paths, picked once from kcpu_features() (AIR_ISA=scalar|avx2|avx512 forces them):

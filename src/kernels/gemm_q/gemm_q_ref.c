@@ -19,25 +19,28 @@ void kq_quantize(int bits, int64_t N, int64_t K, int64_t group, const float *W, 
 		 uint16_t *scales)
 {
 	const kq_weight shape = {bits, N, K, group, (K + group - 1) / group, q, scales};
-	const int64_t kpad = kq_kpad(&shape), rb = kq_row_bytes(&shape);
-	const float qmax = bits == 8 ? 127.0f : 7.0f;
+	const int64_t rb = kq_row_bytes(&shape);
 	for (int64_t n = 0; n < N; n++) {
 		const float *w = W + n * ldw;
 		uint8_t *row = (uint8_t *)q + n * rb;
 		memset(row, bits == 8 ? 0 : 0x88, (size_t)rb);
 		for (int64_t g = 0; g < shape.ngroups; g++) {
 			const int64_t k0 = g * group, k1 = k0 + group < K ? k0 + group : K;
-			float amax = 0.0f;
+			float amax = 0.0f, peak = 0.0f; /* peak: the first value of the largest magnitude */
 			for (int64_t k = k0; k < k1; k++)
-				amax = fmaxf(amax, fabsf(w[k]));
-			/* the scale is rounded to f16 first and q computed from the rounded one, so
-			 * s * q is the value the kernels see */
-			const uint16_t sh = k_f32_to_f16(amax / qmax);
+				if (fabsf(w[k]) > amax)
+					amax = fabsf(w[k]), peak = w[k];
+			/* int8: s = max|w| / 127, q in [-127, 127]. int4 (ggml's Q4_0): s = peak / -8, so the
+			 * peak is q = -8 exactly and the other values use all 16 levels down to it (max|w| / 7
+			 * would leave -8 unused: a 4-bit LLaMA's logits lost 0.01 of cosine to it). The scale
+			 * is rounded to f16 first and q computed from the rounded one, so s * q is the value
+			 * the kernels see. */
+			const uint16_t sh = k_f32_to_f16(bits == 8 ? amax / 127.0f : peak / -8.0f);
 			scales[n * shape.ngroups + g] = sh;
-			const float s = k_f16_to_f32(sh);
+			const float s = k_f16_to_f32(sh), lo = bits == 8 ? -127.0f : -8.0f, hi = bits == 8 ? 127.0f : 7.0f;
 			for (int64_t k = k0; k < k1; k++) {
-				float v = s > 0.0f ? nearbyintf(w[k] / s) : 0.0f;
-				v = v > qmax ? qmax : (v < -qmax ? -qmax : v);
+				float v = s != 0.0f ? nearbyintf(w[k] / s) : 0.0f;
+				v = v > hi ? hi : (v < lo ? lo : v);
 				if (bits == 8) {
 					((int8_t *)row)[k] = (int8_t)v;
 				} else {
@@ -49,7 +52,6 @@ void kq_quantize(int bits, int64_t N, int64_t K, int64_t group, const float *W, 
 			}
 		}
 	}
-	(void)kpad;
 }
 
 void kq_dequant_row(const kq_weight *w, int64_t n, float *dst)
