@@ -251,10 +251,20 @@ def _backend(
 
     setting = precision.current()
     compiled = _backend_at(gm, example_inputs, config, setting, recorder, custom_decompositions, owner)
+    if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
+        # training: the weights are graph inputs, whose products the knobs do not change
+        return compiled
     symbolic = config.dynamic_axes is not None or _is_symbolic(gm, example_inputs)
 
+    from torch._guards import TracingContext, tracing
+
+    # dynamo's tracing context (its fake mode, where aot_autograd leaves the metadata that
+    # freezing maps parameters with), entered again to compile for another precision
+    ctx = TracingContext.try_get()
+
     def recompile(args: list[Any]) -> Callable[..., Any]:
-        return _backend_at(gm, args, config, precision.current(), recorder, custom_decompositions, owner)
+        with tracing(ctx):
+            return _backend_at(gm, args, config, precision.current(), recorder, custom_decompositions, owner)
 
     return precision.guard_precision(compiled, setting, symbolic, recompile)
 
