@@ -49,6 +49,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 MODES = ("eager_fp32", "eager_bf16", "inductor_bf16", "torchair_bf16", "torchair_mixed")
+# fp32 models compiled by torchair as they are, and with weight_quantization (#40): not in the
+# default set; ask for them with --modes
+EXTRA_MODES = ("torchair_fp32", "torchair_int8", "torchair_int4")
+_FP32_MODES = ("eager_fp32", "torchair_mixed", "torchair_fp32", "torchair_int8", "torchair_int4")
 
 
 def _rss_mib() -> float:
@@ -106,7 +110,29 @@ def _compile(mode: str, model: Any) -> Any:
         model.forward = torch.compile(model.forward, backend="torchair")
     elif mode == "torchair_mixed":
         model.forward = torch.compile(model.forward, backend="torchair", options={"mixed_precision": "bf16"})
+    elif mode == "torchair_fp32":
+        model.forward = torch.compile(model.forward, backend="torchair")
+    elif mode in ("torchair_int8", "torchair_int4"):
+        model.forward = torch.compile(model.forward, backend="torchair",
+                                      options={"weight_quantization": mode.rsplit("_", 1)[1]})
     return model
+
+
+def _quant_decode_bytes(model: Any, fmt: str) -> int:
+    """_decode_bytes for weight_quantization's format (lowering/quant.py's defaults): every
+    linear's q (K rounded up to its groups) and f16 scales; the rest as stored."""
+    from torch import nn
+
+    from torchair.lowering.quant import group_for
+
+    total = _decode_bytes(model)
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            n, k = m.weight.shape
+            g = group_for(fmt, None, k)
+            ng = -(-k // g)
+            total += n * ng * g * (1 if fmt == "int8" else 0.5) + 2 * n * ng - m.weight.numel() * m.weight.element_size()
+    return int(total)
 
 
 def _median_time(fn: Any, reps: int) -> float:
@@ -121,12 +147,15 @@ def _median_time(fn: Any, reps: int) -> float:
 def run_one(mode: str, config: str, prefills: list[int], new_tokens: int, reps: int, out_dir: str) -> dict[str, Any]:
     import torch
 
-    dtype = torch.float32 if mode in ("eager_fp32", "torchair_mixed") else torch.bfloat16
+    dtype = torch.float32 if mode in _FP32_MODES else torch.bfloat16
     t0 = time.perf_counter()
     model = _build(config, dtype)
     build_s = time.perf_counter() - t0
     rss_model = _rss_mib()
-    decode_bytes = _decode_bytes(model, 2 if mode == "torchair_mixed" else None)
+    if mode in ("torchair_int8", "torchair_int4"):
+        decode_bytes = _quant_decode_bytes(model, mode.rsplit("_", 1)[1])
+    else:
+        decode_bytes = _decode_bytes(model, 2 if mode == "torchair_mixed" else None)
     model = _compile(mode, model)
     vocab = CONFIGS[config]["vocab_size"]
     gen = torch.Generator().manual_seed(1)
@@ -237,9 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         print("RESULT " + json.dumps(run_one(args.one, args.config, args.prefill, args.new_tokens, args.reps, args.tmp)))
         return 0
     modes = [m for m in args.modes.split(",") if m]
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if m not in MODES + EXTRA_MODES]
     if unknown:
-        ap.error(f"unknown mode(s) {unknown}; modes: {', '.join(MODES)}")
+        ap.error(f"unknown mode(s) {unknown}; modes: {', '.join(MODES + EXTRA_MODES)}")
     from bench.machine import cpu_info, git_info, load_average, now_iso, versions
     from bench.peak import measure_peak
 

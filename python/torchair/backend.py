@@ -278,9 +278,42 @@ def _backend(
     owner: Any = None,
 ) -> Callable[..., Any]:
     """owner: an object living as long as the compile (dynamic_axes tells its frames apart
-    by it); None: the config passed."""
+    by it); None: the config passed. The result is checked on every call against torch's
+    fp32 precision knobs it was compiled for (torchair.precision)."""
+    from torchair import precision
+
+    setting = precision.current()
+    compiled = _backend_at(gm, example_inputs, config, setting, recorder, custom_decompositions, owner)
+    if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
+        # training: the weights are graph inputs, whose products the knobs do not change
+        return compiled
+    symbolic = config.dynamic_axes is not None or _is_symbolic(gm, example_inputs)
+
+    from torch._guards import TracingContext, tracing
+
+    # dynamo's tracing context (its fake mode, where aot_autograd leaves the metadata that
+    # freezing maps parameters with), entered again to compile for another precision
+    ctx = TracingContext.try_get()
+
+    def recompile(args: list[Any]) -> Callable[..., Any]:
+        with tracing(ctx):
+            return _backend_at(gm, args, config, precision.current(), recorder, custom_decompositions, owner)
+
+    return precision.guard_precision(compiled, setting, symbolic, recompile)
+
+
+def _backend_at(
+    gm: GraphModule,
+    example_inputs: list[Any],
+    config: CompilerConfig,
+    setting: tuple[str, str],
+    recorder: _Recorder | None = None,
+    custom_decompositions: dict[Any, Callable[..., Any]] | None = None,
+    owner: Any = None,
+) -> Callable[..., Any]:
     given = config
     config, extras = config.effective()
+    object.__setattr__(config, "fp32_precision", setting)
     if config.dynamic_axes is not None:
         from torchair import dynamic_axes
 

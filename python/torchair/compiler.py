@@ -211,6 +211,7 @@ def lower_subgraph(
     air = AirSubgraph(model, None if all_tensors else b.tensor_args, b.single, model.report(), b.frozen_used,
                       b.size_args, b.seeded)
     air.converted = list(b.lowerer.converted)
+    air.quantized = list(getattr(b.lowerer, "quantized", []))
     return _with_debug(air, sub, config)
 
 
@@ -255,6 +256,13 @@ def build_subgraph(
     for sym, name in (symbol_names or {}).items():
         L.symbols[sym] = L.g.symbol(name)
     L.mixed_precision = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.mixed_precision or "")
+    L.weight_quantization = config.weight_quantization
+    if L.mixed_precision is None:
+        from torchair.precision import low_dtypes
+
+        # torch.set_float32_matmul_precision('medium') and the mkldnn knobs (torchair.precision)
+        L.precision_low = low_dtypes(getattr(config, "fp32_precision", ("ieee", "ieee")))
+    L.weight_quantization_group = config.weight_quantization_group_size
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     tensor_args: list[int] = []
     in_dtypes: list[torch.dtype] = []
@@ -380,6 +388,11 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
 
     sync_c_level()  # libair's messages at the level torchair's logger has now
     report = CompileReport(graph=graph_kind)
+    setting = getattr(config, "fp32_precision", ("ieee", "ieee"))
+    if config.mixed_precision is None and setting != ("ieee", "ieee"):
+        from torchair.precision import describe
+
+        report.fp32_precision = describe(setting)
     # set by the backend: {argument position: the real tensor to freeze}, and
     # "on" or why freezing is off for this graph
     # (popped: gm outlives the compile, and must not keep the tensors alive)
@@ -452,6 +465,7 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         del fused._modules[node.target]
         fused.__dict__[node.target] = compiled
         sub_report = SubgraphReport(node.target, ops, True, "", compiled.air_report, compiled.model, compiled.converted)
+        sub_report.quantized = getattr(compiled, "quantized", [])
         report.subgraphs.append(sub_report)
         if compiled.frozen:
             holders.append((compiled, sub_report, sub, tuple(node.args)))

@@ -9,7 +9,7 @@ from typing import Any
 
 from torchair.configs.groups import GROUP_NAMES, TorchAirGroups
 from torchair.configs.outcomes import Extras, apply_tree
-from torchair.errors import NotBuiltError, OptionError
+from torchair.errors import OptionError
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,12 @@ _OPTIONS: dict[str, _Option] = {
     "mode": _Option(None, (str, type(None)), "'reduce-overhead' or 'max-autotune'"),
     "weight_quantization": _Option(
         None, (str, type(None)), "'int8' or 'int4': linear weights quantized group-wise when frozen"
+    ),
+    "weight_quantization_group_size": _Option(
+        None,
+        (int, type(None)),
+        "values per scale under weight_quantization: a positive multiple of 32, or 0 for one group per row; "
+        "None: 32 for int4 (llama.cpp's Q4_0), per-row for int8 (torchao's Int8WeightOnlyConfig)",
     ),
     "disabled_passes": _Option(
         (),
@@ -145,6 +151,12 @@ class CompilerConfig:
             raise OptionError(1, "invalid argument", f"mixed_precision must be 'bf16' or 'fp16', got {value!r}")
         if name == "weight_quantization" and value not in (None, "int8", "int4"):
             raise OptionError(1, "invalid argument", f"weight_quantization must be 'int8' or 'int4', got {value!r}")
+        if name == "weight_quantization_group_size" and value is not None and (value < 0 or value % 32):
+            raise OptionError(
+                1,
+                "invalid argument",
+                f"weight_quantization_group_size must be 0 (per row) or a positive multiple of 32, got {value}",
+            )
         object.__setattr__(self, name, value)
 
     def as_dict(self) -> dict[str, Any]:
@@ -156,9 +168,9 @@ class CompilerConfig:
             raise OptionError(
                 1, "invalid argument", "dynamic_axes makes axes symbolic, which enable_dynamic_shape=False refuses"
             )
-        if self.weight_quantization is not None:
-            raise NotBuiltError(
-                2, "unsupported", "option 'weight_quantization' is not built yet in this torchair (no int8/int4 kernels)"
+        if self.weight_quantization_group_size is not None and self.weight_quantization is None:
+            raise OptionError(
+                1, "invalid argument", "weight_quantization_group_size is set but weight_quantization is not"
             )
 
     def effective(self) -> tuple[CompilerConfig, Extras]:

@@ -22,6 +22,8 @@ class SubgraphReport:
     model: Any = field(default=None, repr=False, compare=False)  # the compiled torchair._C.Model
     # bytes of each f32 weight it reads as a 16-bit copy (lowering/lowp.py)
     converted: list[int] = field(default_factory=list)
+    # weight_quantization (lowering/quant.py): (format, group, bytes held, fp32 bytes) per weight
+    quantized: list[tuple[str, int, int, int]] = field(default_factory=list)
 
     @property
     def arena_bytes(self) -> int | None:
@@ -50,6 +52,8 @@ class CompileReport:
     direct_call: bool = False
     # input copies (running statistics) written back by one call at the end (torchair.write_back)
     write_backs: int = 0
+    # torch's fp32 precision knobs when not the default (torchair.precision.describe)
+    fp32_precision: str = ""
 
     @property
     def rebuilds(self) -> int:
@@ -85,6 +89,8 @@ class CompileReport:
             lines.append(line)
         else:
             lines.append(f"  freezing: {self.freezing}; parameters and buffers are graph inputs")
+        if self.fp32_precision:
+            lines.append(f"  {self.fp32_precision}")
         for s in self.subgraphs:
             status = "compiled" if s.compiled else f"eager ({s.reason})"
             counts: dict[str, int] = {}
@@ -98,6 +104,14 @@ class CompileReport:
                     f"    16-bit weights: {len(s.converted)} f32 weight(s) read as 16-bit copies, {total} bytes "
                     f"({total / 2**20:.1f} MiB), converted once and shared with other graphs of the same weights"
                 )
+            if s.quantized:
+                held, f32 = sum(q[2] for q in s.quantized), sum(q[3] for q in s.quantized)
+                kinds = sorted({f"{q[0]} group {q[1]}" for q in s.quantized})
+                lines.append(
+                    f"    quantized weights: {len(s.quantized)} linear weight(s) {', '.join(kinds)}: {held} bytes "
+                    f"({held / 2**20:.1f} MiB) with their f16 scales, for {f32 / 2**20:.1f} MiB in fp32 "
+                    f"({f32 / held:.2f}x smaller), quantized once and shared with other graphs of the same weights"
+                )
             precision = _precision_line(s.air_report)
             if precision:
                 lines.append(f"    {precision}")
@@ -109,14 +123,19 @@ class CompileReport:
         return "\n".join(lines)
 
 
+# products whose precision the report names (kernels/matmul, conv, attention, gemm_q)
+_PRODUCTS = ("mm", "bmm", "addmm", "linear", "linear_q", "sdpa", "conv2d", "conv2d_nhwc")
+
+
 def _precision_line(air_report: str) -> str:
     """Which steps ran in which precision, from the C report's kernels per step, when any
-    step reads or writes 16-bit floats: the products on 16-bit weights (kernels named lowp),
-    the casts at the graph's edges, and the rest, which compute in f32."""
+    step reads or writes 16-bit floats or quantized weights: the products on 16-bit weights
+    (kernels named lowp) by op, those on int8/int4 weights (linear_q), the products left in
+    f32 by op, the casts at the graph's edges, and the rest, which compute in f32."""
     if "kernels per step:" not in air_report:
         return ""
     table = air_report[air_report.index("kernels per step:"):].splitlines()[1:]
-    products: dict[str, int] = {}
+    groups: dict[str, dict[str, int]] = {"16": {}, "q": {}, "f32": {}}
     casts = others = 0
     for row in table:
         parts = row.split()
@@ -124,18 +143,30 @@ def _precision_line(air_report: str) -> str:
             break
         op, kernel = parts[1], parts[2]
         if "lowp" in kernel:
-            products[op] = products.get(op, 0) + 1
+            kind = "16"
+        elif op == "linear_q":
+            kind = "q"
+        elif op in _PRODUCTS:
+            kind = "f32"
         elif kernel.startswith("cast_half") or (op == "cast" and ("bf16[" in row or "f16[" in row)):
             casts += 1
+            continue
         else:
             others += 1
-    if not products and not casts:
+            continue
+        groups[kind][op] = groups[kind].get(op, 0) + 1
+    if not groups["16"] and not groups["q"] and not casts:
         return ""
-    made = ", ".join(f"{op} x{n}" for op, n in products.items()) or "none"
-    return (
-        f"precision: {sum(products.values())} product(s) on 16-bit weights ({made}), f32 accumulation; "
-        f"{casts} cast(s) to or from 16 bits at the edges; {others} other step(s) compute in f32"
-    )
+
+    def listed(g: dict[str, int]) -> str:
+        return ", ".join(f"{op} x{n}" for op, n in g.items()) or "none"
+
+    line = f"precision: {sum(groups['16'].values())} product(s) on 16-bit weights ({listed(groups['16'])}), f32 accumulation; "
+    if groups["q"]:
+        line += f"{sum(groups['q'].values())} on int8/int4 weights ({listed(groups['q'])}), f32 activations; "
+    if groups["f32"]:
+        line += f"{sum(groups['f32'].values())} in f32 ({listed(groups['f32'])}); "
+    return line + f"{casts} cast(s) to or from 16 bits at the edges; {others} other step(s) compute in f32"
 
 
 def _autotune_lines(air_report: str) -> list[str]:

@@ -39,3 +39,6 @@ OP(max_pool2d_indices) OP(max_pool2d_backward) /* ops/pool_backward.c */
 /* indexing and creation: ops/index.c (embedding_backward, dropout: ops/backward.c) */
 OP(arange) OP(full) OP(embedding) OP(gather) OP(index) OP(index_select) OP(index_copy) OP(size_scalar)
 OP(embedding_backward) OP(dropout)
+
+/* weight-only quantized linear (int8/int4 weights): ops/linear_q.c */
+OP(linear_q)

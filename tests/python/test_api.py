@@ -157,9 +157,9 @@ def test_config_object_validates_like_options():
         torchair.get_npu_backend(config={"max_static_subgraph_ops": 10})
 
 
-def test_config_with_unbuilt_feature_is_refused_at_get_npu_backend():
-    config = torchair.CompilerConfig(weight_quantization="int8")
-    with pytest.raises(torchair.NotBuiltError, match="weight_quantization"):
+def test_config_with_bad_option_combination_is_refused_at_get_npu_backend():
+    config = torchair.CompilerConfig(weight_quantization_group_size=64)  # without weight_quantization
+    with pytest.raises(torchair.OptionError, match="weight_quantization"):
         torchair.get_npu_backend(compiler_config=config)
 
 

@@ -132,31 +132,31 @@ def test_bad_mode_through_torch_compile():
     assert "'fastest'" in str(inner) and "reduce-overhead" in str(inner)
 
 
-# ---- options whose feature is not built ---------------------------------------
+# ---- weight_quantization (built: tests/python/test_quant.py tests what it does) ----------
 
 
-@pytest.mark.parametrize(
-    "kwargs, named",
-    [
-        ({"options": {"weight_quantization": "int8"}}, "weight_quantization"),
-        ({"options": {"weight_quantization": "int4"}}, "weight_quantization"),
-    ],
-    ids=["int8", "int4"],
-)
-def test_unbuilt_feature_is_refused(kwargs, named):
-    inner = _compile_error(_chain, torch.randn(3), **kwargs)
-    assert isinstance(inner, torchair.NotBuiltError)
-    assert isinstance(inner, NotImplementedError)
-    assert named in str(inner) and "not built" in str(inner)
-
-
-def test_unbuilt_feature_refused_by_explain_and_get_npu_backend():
-    with pytest.raises(torchair.NotBuiltError, match="weight_quantization"):
-        torchair.explain(_chain, torch.randn(3), options={"weight_quantization": "int8"})
+@pytest.mark.parametrize("value", ["int8", "int4"])
+def test_weight_quantization_is_accepted(value):
+    x = torch.randn(3)
+    out = torch.compile(_chain, backend="torchair", options={"weight_quantization": value})(x)
+    torch.testing.assert_close(out, _chain(x))  # no linear: nothing quantized, nothing refused
     config = torchair.get_npu_backend_config()
-    config.compiler_config.weight_quantization = "int4"
-    with pytest.raises(torchair.NotBuiltError, match="weight_quantization"):
-        torchair.get_npu_backend(config=config)
+    config.compiler_config.weight_quantization = value
+    torchair.get_npu_backend(config=config)
+
+
+@pytest.mark.parametrize("group", [-32, 16, 48, 33])
+def test_weight_quantization_group_size_is_validated(group):
+    with pytest.raises(torchair.OptionError, match="weight_quantization_group_size"):
+        torchair.CompilerConfig(weight_quantization="int4", weight_quantization_group_size=group)
+    with pytest.raises(torchair.OptionError, match="weight_quantization_group_size"):
+        torchair.CompilerConfig(weight_quantization_group_size="32")
+
+
+def test_weight_quantization_group_size_needs_weight_quantization():
+    inner = _compile_error(_chain, torch.randn(3), options={"weight_quantization_group_size": 64})
+    assert isinstance(inner, torchair.OptionError)
+    assert "weight_quantization_group_size" in str(inner)
 
 
 @pytest.mark.parametrize("value", [None, True, False])

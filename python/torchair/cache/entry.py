@@ -41,8 +41,8 @@ class Lookup:
         self._data: bytes | None = None
 
     def serialize(self, built: Any) -> None:
-        if built.lowerer.converted:
-            return  # 16-bit copies of weights would be stored in the entry
+        if built.lowerer.converted or getattr(built.lowerer, "quantized", None):
+            return  # 16-bit or quantized copies of weights would be stored in the entry
         info = {
             "key": self.key,
             "tensor_args": built.tensor_args,

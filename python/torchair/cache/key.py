@@ -115,7 +115,10 @@ def environment() -> dict[str, Any]:
 def options_description(config: Any) -> Any:
     flat = json.loads(json.dumps(config.as_dict(), default=str, sort_keys=True))
     extras = getattr(config, "extras", None)
-    return {"options": flat, "num_threads": getattr(extras, "num_threads", 0)}
+    # torch.set_float32_matmul_precision and the mkldnn knobs, read at compile time (torchair.precision)
+    precision = getattr(config, "fp32_precision", None)
+    return {"options": flat, "num_threads": getattr(extras, "num_threads", 0),
+            "fp32_precision": list(precision) if precision is not None else None}
 
 
 def key(sub: GraphModule, arg_nodes: Sequence[Any], config: Any, frozen: dict[Node, torch.Tensor] | None) -> str:

@@ -16,6 +16,8 @@ import torch
 from torch.fx import Node
 
 from torchair.lowering.core import LAZY, LOW_PRECISION, Lowerer, Value, meta, storage_dtype
+from torchair.lowering.quant import QuantWeight, quantized_weight
+from torchair.lowering.quant import linear_q as quant_linear
 
 
 # A frozen f32 weight's 16-bit copies, by (id of the weight, dtype): shared
@@ -84,9 +86,10 @@ def _weight_16(L: Lowerer, src: Any, rank: int = 2) -> Value | None:
         if v is not None:
             return v
         return L.node("cast", [L.value(inner)], {"dtype": storage_dtype(val.dtype)})
-    if L.mixed_precision is None:
+    dtype = L.mixed_precision or getattr(L, "precision_low", {}).get(rank)
+    if dtype is None:
         return None
-    return _converted(L, src, L.mixed_precision, rank)
+    return _converted(L, src, dtype, rank)
 
 
 # Input channels below which a convolution keeps an f32 weight: a network's
@@ -111,8 +114,10 @@ def conv_weight_16(L: Lowerer, w: Any, groups: int) -> Value | None:
 def defer_weight_transpose(L: Lowerer, n: Node, lower: Any) -> Any:
     """For t(W) / transpose(W, 0, 1) / permute(W, [1, 0]) of a 16-bit 2-D
     weight: LAZY, remembering W for lowp_linear; lower(L, n) runs only if
-    something else reads the transpose. Otherwise lower(L, n) now."""
-    w = _weight_16(L, n.args[0])
+    something else reads the transpose. Otherwise lower(L, n) now. Under
+    weight_quantization a frozen weight is remembered quantized instead
+    (lowering/quant.py)."""
+    w = quantized_weight(L, n.args[0]) or _weight_16(L, n.args[0])
     if w is None:
         return lower(L, n)
     L.weight_t[n] = w
@@ -126,6 +131,8 @@ def lowp_linear(L: Lowerer, x: Any, wt: Any, bias: Any = None) -> Value | None:
     w = L.weight_t.get(wt) if isinstance(wt, Node) else None
     if w is None:
         return None
+    if isinstance(w, QuantWeight):
+        return quant_linear(L, x, w, bias)
     inputs = [L.value(x), w]
     if bias is not None:
         bv = meta(bias)
