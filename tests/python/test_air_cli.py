@@ -10,30 +10,17 @@ there); the test is skipped when neither is torchair's."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.python._air_cli import air_binary
 from torchair import _C
 
 
-def _air_binary() -> str | None:
-    for cand in (os.environ.get("TORCHAIR_AIR_CLI"), shutil.which("air")):
-        if not cand:
-            continue
-        try:
-            out = subprocess.run([cand, "version"], capture_output=True, text=True, timeout=30)
-        except OSError:
-            continue
-        if out.returncode == 0 and out.stdout.startswith("libair"):
-            return cand
-    return None
-
-
-AIR = _air_binary()
+AIR = air_binary()
 pytestmark = pytest.mark.skipif(AIR is None, reason="no torchair `air` binary (set TORCHAIR_AIR_CLI)")
 if not hasattr(_C.Graph, "save"):
     pytestmark = pytest.mark.skip(reason="this torchair._C cannot save .air files")

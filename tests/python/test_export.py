@@ -222,13 +222,13 @@ def test_a_damaged_file_is_a_clear_error(tmp_path):
 
 
 def _air_cli():
-    import shutil
+    from tests.python._air_cli import air_binary
 
-    return os.environ.get("AIR_CLI") or shutil.which("air")
+    return air_binary()
 
 
 @needs_files
-@pytest.mark.skipif(_air_cli() is None, reason="no air CLI (set AIR_CLI to the built tools/air binary)")
+@pytest.mark.skipif(_air_cli() is None, reason="no air CLI (set TORCHAIR_AIR_CLI to the built tools/air binary)")
 def test_load_gives_the_air_cli_results_bit_for_bit(tmp_path):
     import subprocess
 
