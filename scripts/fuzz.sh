@@ -14,9 +14,17 @@ CC=clang cmake -S . -B build/fuzz -DAIR_FUZZ=ON -DAIR_BUILD_TESTS=OFF -DCMAKE_BU
 cmake --build build/fuzz -j "$(nproc)" --target fuzz_air_load
 mkdir -p build/fuzz/corpus build/fuzz/findings
 # allocator_may_return_null: a hostile size must come back as an error,
-# which is what the loader is being tested for, not abort in ASan
-export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
+# which is what the loader is being tested for, not abort in ASan; and no
+# allocation above 1 GB (a damaged graph asks for huge activations: ASan's
+# shadow of them alone filled gigabytes and tripped the RSS limit)
+export ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=1024:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-build/fuzz/fuzz_air_load build/fuzz/corpus tests/fuzz/corpus \
-  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=1048576 -max_len=65536 \
-  -jobs="$jobs" -workers="$jobs" -artifact_prefix=build/fuzz/findings/ -print_final_stats=1
+root=$(pwd)
+parallel=()
+if [ "$jobs" -gt 1 ]; then
+  parallel=(-jobs="$jobs" -workers="$jobs")
+  cd build/fuzz # each job logs to build/fuzz/fuzz-N.log
+fi
+"$root/build/fuzz/fuzz_air_load" "$root/build/fuzz/corpus" "$root/tests/fuzz/corpus" \
+  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=3072 -malloc_limit_mb=1048576 -max_len=65536 \
+  "${parallel[@]}" -artifact_prefix="$root/build/fuzz/findings/" -print_final_stats=1

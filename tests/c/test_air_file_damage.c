@@ -27,7 +27,7 @@
 __attribute__((visibility("default"), used)) const char *__asan_default_options(void);
 __attribute__((visibility("default"), used)) const char *__asan_default_options(void)
 {
-	return "allocator_may_return_null=1";
+	return "allocator_may_return_null=1:max_allocation_size_mb=1024";
 }
 
 static int n_files, n_loaded;
