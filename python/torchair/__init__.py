@@ -78,3 +78,9 @@ def set_num_threads(n: int) -> None:
 
 def get_num_threads() -> int:
     return _C.get_num_threads()
+
+
+# the compile cache serves only graphs lowered by this lowering table (torchair.cache.entry)
+from torchair.cache.entry import snapshot_lowerings as _snapshot_lowerings  # noqa: E402
+
+_snapshot_lowerings()

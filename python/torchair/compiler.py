@@ -196,8 +196,9 @@ def lower_subgraph(
     if cacheable:
         from torchair.cache import lookup
 
-        found = lookup(sub, arg_nodes, config, frozen)
+        found = lookup(sub, arg_nodes, config, frozen, compile_built)
         if found is not None and found.hit is not None:
+            add_c_phases(found.hit.model, "")
             return _with_debug(found.hit, sub, config)
     b = build_subgraph(sub, arg_nodes, config, frozen)
     if found is not None:

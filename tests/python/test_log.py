@@ -33,7 +33,8 @@ def _run(level: str | None) -> subprocess.CompletedProcess:
     env.pop("TNG_LOG_LEVEL", None)
     if level is not None:
         env["TORCHAIR_LOG"] = level
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "python"), REPO, env.get("PYTHONPATH", "")])
+    # the torchair this test imported (the installed one in CI: the source tree has no _C)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(torchair.__file__)), REPO, env.get("PYTHONPATH", "")])
     env["PYTHONWARNINGS"] = "ignore"  # torch's own deprecation warnings are not torchair's
     return subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, env=env, timeout=600)
 

@@ -17,6 +17,7 @@ import torch
 
 import torchair.report
 from torchair import zoo
+import torchair
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -112,7 +113,8 @@ def test_kernels_are_on_the_thread_that_ran_them(tmp_path):
 
 def test_python_m_torchair_trace_writes_a_trace(tmp_path):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "python"), REPO, env.get("PYTHONPATH", "")])
+    # the torchair this test imported (the installed one in CI: the source tree has no _C)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(torchair.__file__)), REPO, env.get("PYTHONPATH", "")])
     out = tmp_path / "mb.json"
     p = subprocess.run(
         [sys.executable, "-m", "torchair.trace", "mobilenet_v2", "--runs", "1", "-o", str(out)],

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch.fx import GraphModule, Node
 
-from torchair.cache import key as key_mod
-from torchair.cache import store
+import torchair.cache.key as key_mod
+import torchair.cache.store as store
 
 META_KEY = "torchair.cache"
 
@@ -83,18 +83,24 @@ def _dtype(name: str) -> torch.dtype:
 
 
 def lookup(
-    sub: GraphModule, arg_nodes: Sequence[Any], config: Any, frozen: dict[Node, torch.Tensor] | None
+    sub: GraphModule, arg_nodes: Sequence[Any], config: Any, frozen: dict[Node, torch.Tensor] | None,
+    compile_fn: Callable[[Any, Any], Any],
 ) -> Lookup | None:
-    """None when the cache is off (TORCHAIR_CACHE=0) or this libair cannot save graphs."""
+    """None when the cache is off (TORCHAIR_CACHE=0), this libair cannot save graphs, or
+    the lowerings are not the ones torchair ships (a user's register_lowering or
+    register_replacement, a test's patch: the key cannot see what they do). compile_fn
+    (compiler.compile_built) compiles a hit's graph with the options' flags."""
     from torchair import _C
 
     if not store.enabled() or not hasattr(_C.Graph, "save") or not hasattr(_C, "load_graph"):
+        return None
+    if not _lowerings_as_shipped():
         return None
     k = key_mod.key(sub, arg_nodes, config, frozen)
     found = Lookup(k, store.entry_path(k))
     if os.path.exists(found.path):
         try:
-            found.hit = _load(found, sub, arg_nodes, config, frozen)
+            found.hit = _load(found, sub, arg_nodes, config, frozen, compile_fn)
         except Exception as e:  # noqa: BLE001  (any bad entry: recompile)
             store.warn_once("entry:" + found.path, f"ignoring entry {found.path!r} ({e}); compiling again")
             store.discard(found.path)
@@ -102,12 +108,32 @@ def lookup(
     return found
 
 
+# torchair's lowering table as its import left it (snapshot_lowerings, called at the end of
+# torchair/__init__.py)
+_SHIPPED: dict[Any, Any] | None = None
+
+
+def snapshot_lowerings() -> None:
+    global _SHIPPED
+    from torchair.lowering.core import LOWERINGS
+
+    _SHIPPED = dict(LOWERINGS)
+
+
+def _lowerings_as_shipped() -> bool:
+    from torchair.lowering.core import LOWERINGS
+    from torchair.patterns import registered_count
+
+    if _SHIPPED is None or registered_count():
+        return False
+    return LOWERINGS.keys() == _SHIPPED.keys() and all(LOWERINGS[k] is fn for k, fn in _SHIPPED.items())
+
+
 def _load(found: Lookup, sub: GraphModule, arg_nodes: Sequence[Any], config: Any,
-          frozen: dict[Node, torch.Tensor] | None) -> Any:
+          frozen: dict[Node, torch.Tensor] | None, compile_fn: Callable[[Any, Any], Any]) -> Any:
     from types import SimpleNamespace
 
     from torchair import _C
-    from torchair.compiler import compile_built
     from torchair.subgraph import AirSubgraph
 
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
@@ -123,7 +149,7 @@ def _load(found: Lookup, sub: GraphModule, arg_nodes: Sequence[Any], config: Any
         raise ValueError("the entry does not match the graph's arguments")
     shim = SimpleNamespace(graph=graph, in_dtypes=[_dtype(d) for d in info["in_dtypes"]],
                            out_dtypes=[_dtype(d) for d in info["out_dtypes"]])
-    model = compile_built(shim, config)
+    model = compile_fn(shim, config)
     all_tensors = len(info["tensor_args"]) == info["n_placeholders"]
     air = AirSubgraph(model, None if all_tensors else info["tensor_args"], info["single"], model.report(),
                       frozen_used, info["size_args"], info["seeded"])

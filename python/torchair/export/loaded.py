@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from torchair.export import meta as meta_mod
+from torchair.export.meta import parse as parse_meta
 from torchair.export.trace import ExportError
 
 
@@ -114,7 +114,7 @@ def load(path: str | os.PathLike[str], *, num_threads: int | None = None) -> Loa
         f = _C.open_file(path)  # checks the header, the section table and every checksum
     except _C.Error as e:
         raise _bad(f"torchair.load({path!r}): {e}") from e
-    meta = meta_mod.parse((f.meta or {}).get(META_KEY), path)
+    meta = parse_meta((f.meta or {}).get(META_KEY), path)
     in_dtypes = [_dtype(i["dtype"], path) for i in meta["inputs"]]
     out_dtypes = [_dtype(o["dtype"], path) for o in meta["outputs"]]
     try:

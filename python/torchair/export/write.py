@@ -39,7 +39,9 @@ def prepare(
     options (TorchAir's dynamo_export); auto_dynamic: every axis may be dynamic."""
     from torchair.decompositions import torchair_decompositions
     from torchair.dynamic_axes import parse
-    from torchair.export import lower, meta, trace
+    from torchair.export.lower import check_options, lower
+    from torchair.export.meta import build as build_meta
+    from torchair.export.trace import trace
     from torchair.export.trace import _err
 
     if isinstance(example_inputs, torch.Tensor):
@@ -61,11 +63,11 @@ def prepare(
             raise _err("dynamic_axes is given both as an argument and in the options, differently")
         flat.dynamic_axes = dynamic_axes  # validated as the option is
         flat.check_built()
-    lower.check_options(flat)
+    check_options(flat)
     spec = parse(flat.dynamic_axes) if flat.dynamic_axes is not None else None
-    traced = trace.trace(model, tuple(example_inputs), spec, torchair_decompositions(), auto_dynamic)
-    built = lower.lower(traced, flat)
-    return Prepared(built, meta.build(traced, flat, spec), flat)
+    traced = trace(model, tuple(example_inputs), spec, torchair_decompositions(), auto_dynamic)
+    built = lower(traced, flat)
+    return Prepared(built, build_meta(traced, flat, spec), flat)
 
 
 def export(

@@ -143,7 +143,8 @@ class Lowerer:
                     # (s0 - 1)//32): sympy expands products of such sizes
                     # (12*X**2 + 24*X + 12), which then name X, not X + 1
                     k, rest = expr.as_coeff_Add()
-                    if k.is_Integer and int(k) > 0 and not rest.is_number and rest not in self.composites:
+                    if (k.is_Integer and int(k) > 0 and not rest.is_number and not isinstance(rest, sympy.Symbol)
+                            and rest not in self.composites):
                         self.composites[rest] = self.g.dim_expr(_DIM_SUB, self.composites[expr], int(k))
 
     def add_size_input(self, size: Any, name: str) -> bool:

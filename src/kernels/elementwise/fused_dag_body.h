@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "kernels/elementwise/fused_dag_ref.h"
-#include "kernels/elementwise/fused_scalar.h"
 #include "kernels/vmath/vmath.h"
 
 enum { TILE = 256 };

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "kernels/elementwise/fused_scalar.h"
 
 static int arity(int64_t op)
 {

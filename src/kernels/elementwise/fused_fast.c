@@ -19,7 +19,6 @@
 
 #include "core/error.h"
 #include "kernels/elementwise/fused_ref.h"
-#include "kernels/elementwise/fused_scalar.h"
 #include "kernels/vmath/vmath.h"
 
 enum { TILE = 512 };

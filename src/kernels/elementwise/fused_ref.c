@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "kernels/elementwise/fused_scalar.h"
 
 enum { TILE = 512 };
 

@@ -4,7 +4,11 @@
 #ifndef AIR_KERNELS_ELEMENTWISE_FUSED_REF_H
 #define AIR_KERNELS_ELEMENTWISE_FUSED_REF_H
 
+#include <stdint.h>
+#include <string.h>
+
 #include "kernels/common/kernel.h"
+#include "kernels/vmath/vmath.h"
 
 /* Instruction opcodes; a program is pairs (opcode, operand) where operand is
  * the bit pattern of an f32 scalar (unused by unary instructions). */
@@ -25,5 +29,40 @@ typedef enum kf_opcode {
 } kf_opcode;
 
 air_status kref_fused_elementwise(const k_call *call);
+
+/* Helpers every fused-program interpreter shares (fused_elementwise's tile
+ * kernels and fused_dag's). */
+
+/* The f32 whose bit pattern is the low 32 bits of an operand. */
+static inline float kf_f32_operand(int64_t bits)
+{
+	uint32_t u = (uint32_t)bits;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static inline float kf_relu6(float x)
+{
+	return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
+}
+
+/* The vmath kernel of a transcendental opcode (what the unfused op runs),
+ * or -1. */
+static inline int kf_vmath_kernel(int op)
+{
+	switch (op) {
+	case KF_EXP: return KV_exp;
+	case KF_LOG: return KV_log;
+	case KF_RSQRT: return KV_rsqrt;
+	case KF_TANH: return KV_tanh;
+	case KF_SIGMOID: return KV_sigmoid;
+	case KF_ERF: return KV_erf;
+	case KF_GELU: return KV_gelu;
+	case KF_GELU_TANH: return KV_gelu_tanh;
+	case KF_SILU: return KV_silu;
+	default: return -1;
+	}
+}
 
 #endif
