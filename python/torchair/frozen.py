@@ -109,6 +109,7 @@ class _TensorSet:
             if sub_report.model is air.model:
                 sub_report.model = None
             air.model = None
+            air.keep = None  # a compile-cache hit's bound weights (cache/entry.py)
         self.views, self.owners, self.parts, self.bytes = [], [], [], b""
 
     def snapshot(self, tensors: Any) -> None:
