@@ -51,7 +51,7 @@ def keys(monkeypatch, tmp_path):
     seen: list[str] = []
     real = torchair.cache.lookup
 
-    def spy(sub, arg_nodes, config, frozen):
+    def spy(sub, arg_nodes, config, frozen, compile_fn):
         seen.append(key_mod.key(sub, arg_nodes, config, frozen))
         return None
 
