@@ -597,6 +597,37 @@ def _rss_mib() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+_DELETED_MODULE_SCRIPT = r"""
+import gc, json, os, weakref
+import torch
+from torch import nn
+from _compile import recording_backend
+
+def rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+x = torch.randn(2, 4096)
+backend, reports = recording_backend()
+freed, alive = [], []
+with torch.no_grad():
+    for i in range(3):
+        torch.manual_seed(i)
+        m = nn.Sequential(nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 4096)).eval()
+        weight = weakref.ref(m[0].weight)
+        compiled = torch.compile(m, backend=backend)
+        torch.testing.assert_close(compiled(x), m(x), rtol=1e-4, atol=1e-4)
+        held = rss_mib()
+        del m, compiled
+        gc.collect()
+        alive.append(weight() is not None)
+        freed.append(held - rss_mib())
+inf = [r for r in reports if r.graph == "inference"]
+print(json.dumps({"freed": freed, "alive": alive, "graphs": len(inf),
+                  "tensor_sets": inf[0].tensor_sets if inf else None, "rebuilds": inf[0].rebuilds if inf else None}))
+"""
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc to read the resident size")
 def test_deleted_module_frees_its_weights():
     """dynamo keeps the graph compiled for a class's forward after the module
@@ -606,22 +637,23 @@ def test_deleted_module_frees_its_weights():
     turn; each returns at least its 128 MiB of weights (64 MiB tensors:
     always their own mappings, so freeing them shows in the resident size;
     packed copies, where the chosen kernel makes them, add 64-128 MiB), and
-    the next instance gets its own results. Before, nothing was returned."""
-    x = torch.randn(2, 4096)
-    backend, reports = recording_backend()
-    freed = []
-    with torch.no_grad():
-        for i in range(3):
-            torch.manual_seed(i)
-            m = nn.Sequential(nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 4096)).eval()
-            weight = weakref.ref(m[0].weight)
-            compiled = torch.compile(m, backend=backend)
-            _close(compiled(x), m(x))
-            held = _rss_mib()
-            del m, compiled
-            gc.collect()
-            assert weight() is None, "the compiled graph keeps a deleted module's parameter alive"
-            freed.append(held - _rss_mib())
-    assert min(freed) > 120, f"MiB freed per deleted instance: {freed}"
-    report = _inference_report(reports)  # one graph; a set compiled per instance
-    assert report.tensor_sets == 3 and report.rebuilds == 0, str(report)
+    the next instance gets its own results. Before, nothing was returned.
+    Measured in a fresh process: in one that ran test_export.py's tests first
+    the resident size did not drop at all though the weights' objects were
+    gone (cause not found yet), so a shared process cannot measure it."""
+    import json
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(torchair.__file__)), here,
+                                         os.path.dirname(os.path.dirname(here)), env.get("PYTHONPATH", "")])
+    p = subprocess.run([sys.executable, "-c", _DELETED_MODULE_SCRIPT], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert not any(got["alive"]), "the compiled graph keeps a deleted module's parameter alive"
+    assert min(got["freed"]) > 120, f"MiB freed per deleted instance: {got['freed']}"
+    # one graph; a set compiled per instance
+    assert got["graphs"] == 1 and got["tensor_sets"] == 3 and got["rebuilds"] == 0, got
