@@ -16,8 +16,8 @@ cmake --build build/asan -j "$jobs"
 (cd build/asan && ctest --output-on-failure -j "$jobs" -E '_(avx2|scalar|avx512)$')
 
 if command -v clang >/dev/null; then
-  echo "== fuzzing the .air loader for 60 s (scripts/fuzz.sh)"
-  scripts/fuzz.sh 60
+  echo "== fuzzing the .air loader for 30 s (scripts/fuzz.sh; longer runs: scripts/fuzz.sh SECONDS)"
+  scripts/fuzz.sh 30
 else
   echo "== clang not found: the .air loader's fuzzer is skipped (scripts/setup.sh installs clang)"
 fi
