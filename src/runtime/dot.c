@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "ops/op.h"
 #include "runtime/model.h"
+#include "runtime/textbuf.h"
 
 air_status rt_keep_graph_before(air_model *m)
 {
@@ -30,91 +31,75 @@ air_status rt_keep_graph_before(air_model *m)
 	return st;
 }
 
-typedef struct {
-	char *buf;
-	size_t size, len; /* len counts what did not fit too */
-} out_t;
-
-static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out_t *o, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	size_t room = o->len < o->size ? o->size - o->len : 0;
-	int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		o->len += (size_t)n;
-}
 
 /* A value's name as DOT node id: its producer for node outputs. */
-static void put_source(out_t *o, const air_graph *g, air_value v)
+static void put_source(rt_textbuf *o, const air_graph *g, air_value v)
 {
 	const ir_value *x = &g->values[v];
 	switch (x->kind) {
-	case IR_INPUT: put(o, "in%d", x->index); break;
-	case IR_CONSTANT: put(o, "c%d", x->index); break;
-	default: put(o, "n%d", x->index); break;
+	case IR_INPUT: rt_textbuf_put(o, "in%d", x->index); break;
+	case IR_CONSTANT: rt_textbuf_put(o, "c%d", x->index); break;
+	default: rt_textbuf_put(o, "n%d", x->index); break;
 	}
 }
 
 /* A value's type as a label fragment; types never hold quotes. */
-static void put_type(out_t *o, const air_graph *g, air_value v)
+static void put_type(rt_textbuf *o, const air_graph *g, air_value v)
 {
 	char type[256];
 	ir_value_string(g, v, type, sizeof type);
-	put(o, "%s", type);
+	rt_textbuf_put(o, "%s", type);
 }
 
-static void put_graph(out_t *o, const air_model *m, const air_graph *g, bool after, const int *inplace)
+static void put_graph(rt_textbuf *o, const air_model *m, const air_graph *g, bool after, const int *inplace)
 {
-	put(o, "digraph \"air %s passes\" {\n", after ? "after" : "before");
-	put(o, "  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n"
+	rt_textbuf_put(o, "digraph \"air %s passes\" {\n", after ? "after" : "before");
+	rt_textbuf_put(o, "  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n"
 	       "  edge [fontname=\"Helvetica\", fontsize=9];\n");
 	for (int i = 0; i < g->n_inputs; i++) {
-		put(o, "  in%d [shape=ellipse, label=\"input %d\\n", i, i);
+		rt_textbuf_put(o, "  in%d [shape=ellipse, label=\"input %d\\n", i, i);
 		put_type(o, g, g->inputs[i]);
-		put(o, "\"];\n");
+		rt_textbuf_put(o, "\"];\n");
 	}
 	int *uses = ir_count_uses(g); /* NULL when out of memory: draw all */
 	for (int c = 0; c < g->n_consts; c++) {
 		if (uses && uses[g->consts[c].value] == 0)
 			continue; /* replaced by a pass (folded), read by nothing */
-		put(o, "  c%d [shape=box, style=\"rounded,dashed\", color=gray50, fontcolor=gray30, label=\"", c);
+		rt_textbuf_put(o, "  c%d [shape=box, style=\"rounded,dashed\", color=gray50, fontcolor=gray30, label=\"", c);
 		put_type(o, g, g->consts[c].value);
-		put(o, "\"];\n");
+		rt_textbuf_put(o, "\"];\n");
 	}
 	free(uses);
 	for (int k = 0; k < g->n_nodes; k++) {
 		const ir_node *n = &g->nodes[k];
-		put(o, "  n%d [shape=box, label=\"%s", k, op_get(n->op)->name);
+		rt_textbuf_put(o, "  n%d [shape=box, label=\"%s", k, op_get(n->op)->name);
 		if (after && k < m->n_steps) {
 			const rt_step *st = &m->steps[k];
-			put(o, "\\n%s", st->alias ? "(alias)" : st->kernel->name);
+			rt_textbuf_put(o, "\\n%s", st->alias ? "(alias)" : st->kernel->name);
 		}
 		char fused[512];
 		if (after && rt_fused_text(n, fused, sizeof fused))
-			put(o, "\\n%s", fused);
-		put(o, "\\n");
+			rt_textbuf_put(o, "\\n%s", fused);
+		rt_textbuf_put(o, "\\n");
 		put_type(o, g, n->out[0]);
 		if (inplace && inplace[k] >= 0)
-			put(o, "\\nin place of input %d\", style=filled, fillcolor=\"#cfe3ff", inplace[k]);
-		put(o, "\"];\n");
+			rt_textbuf_put(o, "\\nin place of input %d\", style=filled, fillcolor=\"#cfe3ff", inplace[k]);
+		rt_textbuf_put(o, "\"];\n");
 		for (int i = 0; i < n->n_in; i++) {
-			put(o, "  ");
+			rt_textbuf_put(o, "  ");
 			put_source(o, g, n->in[i]);
-			put(o, " -> n%d", k);
+			rt_textbuf_put(o, " -> n%d", k);
 			if (inplace && inplace[k] == i)
-				put(o, " [style=bold, color=\"#2060c0\"]");
-			put(o, ";\n");
+				rt_textbuf_put(o, " [style=bold, color=\"#2060c0\"]");
+			rt_textbuf_put(o, ";\n");
 		}
 	}
 	for (int i = 0; i < g->n_outputs; i++) {
-		put(o, "  out%d [shape=ellipse, peripheries=2, label=\"output %d\"];\n  ", i, i);
+		rt_textbuf_put(o, "  out%d [shape=ellipse, peripheries=2, label=\"output %d\"];\n  ", i, i);
 		put_source(o, g, g->outputs[i]);
-		put(o, " -> out%d;\n", i);
+		rt_textbuf_put(o, " -> out%d;\n", i);
 	}
-	put(o, "}\n");
+	rt_textbuf_put(o, "}\n");
 }
 
 air_status air_model_dot(const air_model *m, int which, char *buf, size_t size, size_t *length)
@@ -144,7 +129,7 @@ air_status air_model_dot(const air_model *m, int which, char *buf, size_t size, 
 			return st;
 		}
 	}
-	out_t o = {buf, size, 0};
+	rt_textbuf o = {buf, size, 0};
 	put_graph(&o, m, g, after, inplace);
 	free(inplace);
 	*length = o.len;
