@@ -23,6 +23,7 @@ disk is). Either works with TORCHAIR_CACHE=0 (then the folder is not used)."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -36,20 +37,19 @@ import torchair.cache.store as store
 
 META_KEY = "torchair.cache"
 
-# torchair.precompile's entries (see embedded()): written to / read from besides the folder
-_collect: dict[str, bytes] | None = None
-_provide: dict[str, bytes] | None = None
+# torchair.precompile's entries (see embedded()), per thread and context: written to / read
+# from besides the folder
+_embedded: contextvars.ContextVar[tuple[dict[str, bytes] | None, dict[str, bytes] | None]] = contextvars.ContextVar(
+    "torchair_cache_embedded", default=(None, None))
 
 
 @contextlib.contextmanager
 def embedded(collect: dict[str, bytes] | None = None, provide: dict[str, bytes] | None = None) -> Iterator[None]:
-    global _collect, _provide
-    saved = _collect, _provide
-    _collect, _provide = collect, provide
+    token = _embedded.set((collect, provide))
     try:
         yield
     finally:
-        _collect, _provide = saved
+        _embedded.reset(token)
 
 
 class Lookup:
@@ -80,8 +80,9 @@ class Lookup:
         externals = {f"frozen{i}": v for i, v in enumerate(built.frozen_values)}
         try:
             self._data = built.graph.save(meta={META_KEY: json.dumps(info)}, externals=externals)
-            if _collect is not None:
-                _collect[self.key] = self._data
+            collect = _embedded.get()[0]
+            if collect is not None:
+                collect[self.key] = self._data
         except Exception as e:  # noqa: BLE001  (a graph the format cannot hold: not cached)
             store.warn_once(f"save:{type(e).__name__}:{e}", f"a compiled graph could not be saved ({e}); it is not cached")
 
@@ -118,8 +119,9 @@ def lookup(
     (compiler.compile_built) compiles a hit's graph with the options' flags."""
     from torchair import _C
 
+    collect, provide = _embedded.get()
     use_folder = store.enabled()
-    if not (use_folder or _collect is not None or _provide is not None):
+    if not (use_folder or collect is not None or provide is not None):
         return None
     if not hasattr(_C.Graph, "save") or not hasattr(_C, "load_graph"):
         return None
@@ -127,7 +129,7 @@ def lookup(
         return None
     k = key_mod.key(sub, arg_nodes, config, frozen)
     found = Lookup(k, store.entry_path(k) if use_folder else None)
-    given = _provide.get(k) if _provide is not None else None
+    given = provide.get(k) if provide is not None else None
     if given is not None:
         try:
             found.hit = _load(found, given, sub, arg_nodes, config, frozen, compile_fn)
@@ -141,7 +143,7 @@ def lookup(
             store.warn_once("entry:" + found.path, f"ignoring entry {found.path!r} ({e}); compiling again")
             store.discard(found.path)
             found.hit = None
-    if found.hit is not None and _collect is not None:
+    if found.hit is not None and collect is not None:
         if given is None:
             try:
                 with open(found.path, "rb") as f:  # type: ignore[arg-type]
@@ -149,7 +151,7 @@ def lookup(
             except OSError:
                 given = None
         if given is not None:
-            _collect[k] = given
+            collect[k] = given
     return found
 
 
