@@ -96,9 +96,10 @@ def main() -> None:
             loads = [run("load", name, path) for _ in range(args.repeats)]
             c = statistics.median(r["first_call_s"] for r in cold)
             w = statistics.median(r["first_call_s"] for r in loads)
-            same = len({r["checksum"] for r in cold + loads + [saved]}) == 1
+            same = len({r["checksum"] for r in loads + [saved]}) == 1
+            drift = abs(loads[0]["checksum"] - cold[0]["checksum"]) / max(abs(cold[0]["checksum"]), 1e-30)
             print(f"{name}: cold first call {c:.2f} s, loaded first call {w:.2f} s (loaded/cold {w / c:.0%}); "
-                  f"same result: {same}")
+                  f"loaded = saved bit for bit: {same}; output sum loaded vs cold torch.compile: {drift:.1e} relative")
             colds = ", ".join(f"{r['first_call_s']:.2f}" for r in cold)
             loaded = ", ".join(f"{r['first_call_s']:.2f} (load {r['load_s']:.2f})" for r in loads)
             print(f"  cold:   {colds} s")
