@@ -254,3 +254,19 @@ def test_the_file_holds_no_weights(cache_dir):
     assert data.startswith(MAGIC)
     weights = model.conv.weight.detach().numpy().tobytes()
     assert weights[:64] not in data
+
+
+def test_save_and_load_helpers(cache_dir):
+    from torchair import precompile
+
+    model = Net().eval()
+    x = torch.randn(2, 3, 9, 7)
+    fn = precompile.save(model, (x,), str(cache_dir / "h.pt2c"))
+    torch._dynamo.reset()
+    loaded = precompile.load(model, str(cache_dir / "h.pt2c"))
+    with torch.no_grad():
+        eager = model(x)
+    torch.testing.assert_close(fn(x), eager, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(loaded(x), eager, rtol=1e-4, atol=1e-5)
+    assert torch.equal(loaded(x), fn(x))
+    assert loaded.compiled._artifacts.compiled_fn.entries_used >= 1

@@ -10,7 +10,9 @@ same build and CPU) torchair's lowering:
     fn = torch.compiler.load_compiled_function(open("model.pt2c", "rb"))
     out = fn(model, x)
 
-(torch._dynamo.config.enable_aot_compile must be on.) Under aot_compile the
+(torch._dynamo.config.enable_aot_compile must be on.) api.py does all of it in two
+calls: ``torchair.precompile.save(model, (x,), path)`` and
+``fn = torchair.precompile.load(model, path)``; ``fn(x)``. Under aot_compile the
 backend returns a PrecompiledGraph (artifact.py): the inference ATen graph that
 aot_autograd made (after torchair's decompositions and the user's passes), which
 arguments are frozen parameters, the options, and the compile cache's entries
@@ -21,8 +23,9 @@ while it compiles for aot_compile. docs/export.md, "Precompiling"."""
 
 from __future__ import annotations
 
+from torchair.precompile.api import load, save
 from torchair.precompile.artifact import PrecompiledGraph
 from torchair.precompile.capture import Capture, PrecompileError, PrecompileWarning, capturing, current_capture, precompiling
 
-__all__ = ["PrecompiledGraph", "Capture", "PrecompileError", "PrecompileWarning", "capturing", "current_capture",
+__all__ = ["save", "load", "PrecompiledGraph", "Capture", "PrecompileError", "PrecompileWarning", "capturing", "current_capture",
            "precompiling"]
