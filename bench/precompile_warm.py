@@ -57,6 +57,21 @@ with torch.no_grad():
         extra["save_s"] = time.perf_counter() - t
         out = call(fn, inputs)
     else:
+        import torchair.compiler as C
+        import torchair.precompile.artifact as A
+        parts = {"graph_unpickle_s": 0.0, "compile_graph_s": 0.0, "libair_compile_s": 0.0}
+        def timed(mod, name, key):
+            f = getattr(mod, name)
+            def w(*a, **k):
+                t = time.perf_counter()
+                try:
+                    return f(*a, **k)
+                finally:
+                    parts[key] += time.perf_counter() - t
+            setattr(mod, name, w)
+        timed(A, "load_graph", "graph_unpickle_s")
+        timed(C, "_compile_graph", "compile_graph_s")
+        timed(C, "compile_built", "libair_compile_s")
         t = time.perf_counter()
         with open(path, "rb") as f:
             fn = torch.compiler.load_compiled_function(f, external_data={"model": model})
@@ -64,6 +79,7 @@ with torch.no_grad():
         out = call(fn, inputs)
         first = time.perf_counter() - t
         extra["entries_used"] = fn._artifacts.compiled_fn.entries_used
+        extra.update(parts)
     t = time.perf_counter()
     compiled(*inputs) if how == "cold" else call(fn, inputs)
     second = time.perf_counter() - t
@@ -104,6 +120,8 @@ def main() -> None:
             loaded = ", ".join(f"{r['first_call_s']:.2f} (load {r['load_s']:.2f})" for r in loads)
             print(f"  cold:   {colds} s")
             print(f"  loaded: {loaded} s; entries used {loads[0]['entries_used']}")
+            for k in ("graph_unpickle_s", "compile_graph_s", "libair_compile_s"):
+                print(f"    {k}: {statistics.median(r[k] for r in loads):.2f} s (median)")
             print(f"  aot_compile {saved['first_call_s']:.2f} s, save {saved['save_s']:.2f} s, "
                   f"file {os.path.getsize(path) / 1e6:.1f} MB; second call cold {cold[0]['second_call_s']:.3f} s, "
                   f"loaded {loads[0]['second_call_s']:.3f} s")
