@@ -23,9 +23,9 @@ while it compiles for aot_compile. docs/export.md, "Precompiling"."""
 
 from __future__ import annotations
 
-from torchair.precompile.api import load, save
+from torchair.precompile.api import load, save, serializable_guards
 from torchair.precompile.artifact import PrecompiledGraph
 from torchair.precompile.capture import Capture, PrecompileError, PrecompileWarning, capturing, current_capture, precompiling
 
-__all__ = ["save", "load", "PrecompiledGraph", "Capture", "PrecompileError", "PrecompileWarning", "capturing", "current_capture",
+__all__ = ["save", "load", "serializable_guards", "PrecompiledGraph", "Capture", "PrecompileError", "PrecompileWarning", "capturing", "current_capture",
            "precompiling"]
