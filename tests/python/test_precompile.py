@@ -19,6 +19,7 @@ import warnings
 import pytest
 import torch
 
+import torchair
 from torchair import _C
 from torchair.cache import CacheWarning
 from torchair.precompile import PrecompiledGraph, PrecompileError, PrecompileWarning
@@ -270,3 +271,56 @@ def test_save_and_load_helpers(cache_dir):
     torch.testing.assert_close(loaded(x), eager, rtol=1e-4, atol=1e-5)
     assert torch.equal(loaded(x), fn(x))
     assert loaded.compiled._artifacts.compiled_fn.entries_used >= 1
+
+
+def test_serializable_guards_drops_what_torch_cannot_save():
+    from types import SimpleNamespace
+
+    from torch._dynamo.guards import CheckFunctionManager
+
+    from torchair.precompile import serializable_guards
+
+    bad = next(iter(CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES))
+    entries = [
+        SimpleNamespace(is_global=False, guard_type="TENSOR_MATCH", derived_guard_types=()),
+        SimpleNamespace(is_global=True, guard_type="TENSOR_MATCH", derived_guard_types=()),
+        SimpleNamespace(is_global=False, guard_type=bad, derived_guard_types=()),
+        SimpleNamespace(is_global=False, guard_type="BUILTIN_MATCH", derived_guard_types=(bad,)),
+        SimpleNamespace(is_global=False, guard_type="TYPE_MATCH", derived_guard_types=None),
+    ]
+    assert serializable_guards(entries) == [True, False, False, False, True]
+
+
+class _Mutates(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        x.mul_(2.0)
+        return self.fc(x)
+
+
+def test_an_input_mutation_is_saved_in_the_graph_or_refused(cache_dir):
+    model = _Mutates().eval()
+    x = torch.randn(2, 4)
+    # torchair's default keeps the mutation in the ATen graph (keep_inference_input_mutations):
+    # the saved graph redoes it
+    fn = _aot(model, x.clone())
+    _save(fn, model, cache_dir / "m.pt2c")
+    torch._dynamo.reset()
+    loaded = _load(model, cache_dir / "m.pt2c")
+    a, b = x.clone(), x.clone()
+    with torch.no_grad():
+        out = _call(loaded, model, a)
+        want = model(b)
+    torch.testing.assert_close(a, b)
+    torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
+    # without it aot_autograd's wrapper writes the input back: not something the saved graph redoes
+    torch._dynamo.reset()
+    cfg = torchair.CompilerConfig()
+    cfg.experimental_config.keep_inference_input_mutations = False
+    compiled = torch.compile(model, backend=torchair.get_npu_backend(compiler_config=cfg), fullgraph=True)
+    with torch.no_grad(), pytest.raises(Exception, match="runtime wrapper has work to do"):
+        compiled.forward.aot_compile(((x.clone(),), {}))
