@@ -188,17 +188,27 @@ def _aten_compiler(
             from torchair.debug.dumps import GraphDump
 
             dump = GraphDump(gm, kind, extras.debug)
+        from torchair.precompile import current_capture
+
+        capture = current_capture()  # torch's aot_compile is compiling (torchair.precompile)
+        if capture is not None and kind != "inference":
+            capture.refuse(f"a {kind} graph: only inference graphs are precompiled (aot_compile under torch.no_grad())")
         if eager or (dump is not None and dump.skip_compile):
+            if capture is not None:
+                capture.refuse("the graph runs in eager (debug.run_eagerly or a graph dump's skip_compile)")
             if dump is not None:
                 dump.finish(None)
             return make_boxed_func(gm.forward)
         if config.freezing is False:
-            gm.meta["torchair_freeze"] = ({}, "off (freezing=False)", set())
+            freeze = ({}, "off (freezing=False)", set())
         elif kind != "inference":
-            gm.meta["torchair_freeze"] = ({}, "off (the graph needs gradients: training)", set())
+            freeze = ({}, "off (the graph needs gradients: training)", set())
         else:
             frozen, note = _map_to_aot(gm, example_inputs, candidates or {}, n_dynamo)
-            gm.meta["torchair_freeze"] = (frozen, note, {i for i in stats if i in frozen})
+            freeze = (frozen, note, {i for i in stats if i in frozen})
+        if capture is not None and kind == "inference":
+            capture.record(gm, *freeze)  # before the compile rewrites gm
+        gm.meta["torchair_freeze"] = freeze
         try:
             from torchair.trace import span
 
@@ -212,8 +222,12 @@ def _aten_compiler(
             dump.finish(report)
         if recorder is not None:
             recorder.append(report)
-        if direct is not None and (marks := _direct_marks(gm, example_inputs, n_dynamo)) is not None:
+        marks = _direct_marks(gm, example_inputs, n_dynamo) if direct is not None else None
+        if direct is not None and marks is not None:
             direct.forward, direct.report, direct.marks = compiled.forward, report, marks
+        if capture is not None and kind == "inference" and marks != []:
+            capture.refuse("aot_autograd's runtime wrapper has work to do for this graph (an input mutated, an output "
+                           "aliasing an input or another output, symbolic output sizes, autocast or effect tokens)")
         return make_boxed_func(compiled.forward)
 
     return compile_aten
@@ -281,7 +295,10 @@ def _backend(
     by it); None: the config passed. The result is checked on every call against torch's
     fp32 precision knobs it was compiled for (torchair.precision)."""
     from torchair import precision
+    from torchair.precompile import precompiling
 
+    if precompiling():
+        return _precompile(gm, example_inputs, config, recorder, custom_decompositions, owner)
     setting = precision.current()
     compiled = _backend_at(gm, example_inputs, config, setting, recorder, custom_decompositions, owner)
     if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
@@ -300,6 +317,43 @@ def _backend(
             return _backend_at(gm, args, config, precision.current(), recorder, custom_decompositions, owner)
 
     return precision.guard_precision(compiled, setting, symbolic, recompile)
+
+
+def _precompile(
+    gm: GraphModule,
+    example_inputs: list[Any],
+    config: CompilerConfig,
+    recorder: _Recorder | None,
+    custom_decompositions: dict[Any, Callable[..., Any]] | None,
+    owner: Any,
+) -> Callable[..., Any]:
+    """The backend under torch's aot_compile: the compile as usual, recorded
+    (torchair.precompile), returned as a PrecompiledGraph that torch can save. What
+    the saved form could not rebuild exactly is refused with the reason."""
+    from torchair import precision
+    from torchair.inference import gear_check
+    from torchair.precompile import Capture, PrecompiledGraph, PrecompileError, capturing
+
+    if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
+        raise PrecompileError("torchair precompiles inference graphs only: call aot_compile under torch.no_grad()")
+    if config.dynamic_axes is not None or _is_symbolic(gm, example_inputs):
+        raise PrecompileError("torchair does not precompile graphs with symbolic shapes (dynamic=False, no dynamic_axes)")
+    if any(True for _ in gm.parameters()) or any(True for _ in gm.buffers()):
+        raise PrecompileError("the captured graph holds parameters of its own (not passed as inputs)")
+    if not all(type(x) in (torch.Tensor, torch.nn.Parameter, int, float, bool) for x in example_inputs):
+        raise PrecompileError("an input is a tensor subclass or not a tensor or number")
+    marker = object()
+    if gear_check(example_inputs, marker) is not marker:  # type: ignore[arg-type]
+        raise PrecompileError("inputs with dim gears (set_dim_gears) are not precompiled")
+    setting = precision.current()
+    capture = Capture()
+    with capturing(capture):
+        compiled = _backend_at(gm, example_inputs, config, setting, recorder, custom_decompositions, owner)
+    if capture.problem is None and capture.graph is None:
+        capture.refuse("no inference graph reached torchair's compiler")
+    if capture.problem is not None:
+        raise PrecompileError(f"cannot precompile this graph with torchair: {capture.problem}")
+    return PrecompiledGraph.from_capture(capture, config, setting, compiled)
 
 
 def _backend_at(

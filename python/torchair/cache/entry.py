@@ -11,13 +11,22 @@ Not cached: training graphs (only inference graphs reach here), graphs whose
 lowering made 16-bit copies of weights (mixed_precision, autocast: those
 copies would be weights in the cache). An entry that does not load (damaged,
 written by another build, a different key inside) is ignored with a warning,
-removed, and written again after the compile."""
+removed, and written again after the compile.
+
+torchair.precompile carries entries inside a saved compiled function: while
+``embedded(collect=...)`` is active, every entry a compile saves or hits is
+also put in ``collect`` ({key: bytes}); while ``embedded(provide=...)`` is
+active, a key found there is loaded from those bytes before the folder is
+looked at (an entry that does not load is ignored with a warning, as one on
+disk is). Either works with TORCHAIR_CACHE=0 (then the folder is not used)."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -28,13 +37,27 @@ import torchair.cache.store as store
 
 META_KEY = "torchair.cache"
 
+# torchair.precompile's entries (see embedded()), per thread and context: written to / read
+# from besides the folder
+_embedded: contextvars.ContextVar[tuple[dict[str, bytes] | None, dict[str, bytes] | None]] = contextvars.ContextVar(
+    "torchair_cache_embedded", default=(None, None))
+
+
+@contextlib.contextmanager
+def embedded(collect: dict[str, bytes] | None = None, provide: dict[str, bytes] | None = None) -> Iterator[None]:
+    token = _embedded.set((collect, provide))
+    try:
+        yield
+    finally:
+        _embedded.reset(token)
+
 
 class Lookup:
     """The cache's answer for one subgraph: ``hit`` (an AirSubgraph) or None; after a
     miss, ``serialize(built)`` before the compile (libair's compile may retire values
     of the graph it compiles, which the writer then refuses) and ``write()`` after it."""
 
-    def __init__(self, key: str, path: str) -> None:
+    def __init__(self, key: str, path: str | None) -> None:
         self.key = key
         self.path = path
         self.hit: Any = None
@@ -57,12 +80,15 @@ class Lookup:
         externals = {f"frozen{i}": v for i, v in enumerate(built.frozen_values)}
         try:
             self._data = built.graph.save(meta={META_KEY: json.dumps(info)}, externals=externals)
+            collect = _embedded.get()[0]
+            if collect is not None:
+                collect[self.key] = self._data
         except Exception as e:  # noqa: BLE001  (a graph the format cannot hold: not cached)
             store.warn_once(f"save:{type(e).__name__}:{e}", f"a compiled graph could not be saved ({e}); it is not cached")
 
     def write(self) -> None:
         data = self._data
-        if data is None:
+        if data is None or self.path is None:
             return
 
         def fill(tmp: str) -> None:
@@ -86,25 +112,46 @@ def lookup(
     sub: GraphModule, arg_nodes: Sequence[Any], config: Any, frozen: dict[Node, torch.Tensor] | None,
     compile_fn: Callable[[Any, Any], Any],
 ) -> Lookup | None:
-    """None when the cache is off (TORCHAIR_CACHE=0), this libair cannot save graphs, or
+    """None when the cache is off (TORCHAIR_CACHE=0) and no precompile collects or provides
+    entries (embedded()), this libair cannot save graphs, or
     the lowerings are not the ones torchair ships (a user's register_lowering or
     register_replacement, a test's patch: the key cannot see what they do). compile_fn
     (compiler.compile_built) compiles a hit's graph with the options' flags."""
     from torchair import _C
 
-    if not store.enabled() or not hasattr(_C.Graph, "save") or not hasattr(_C, "load_graph"):
+    collect, provide = _embedded.get()
+    use_folder = store.enabled()
+    if not (use_folder or collect is not None or provide is not None):
+        return None
+    if not hasattr(_C.Graph, "save") or not hasattr(_C, "load_graph"):
         return None
     if not _lowerings_as_shipped():
         return None
     k = key_mod.key(sub, arg_nodes, config, frozen)
-    found = Lookup(k, store.entry_path(k))
-    if os.path.exists(found.path):
+    found = Lookup(k, store.entry_path(k) if use_folder else None)
+    given = provide.get(k) if provide is not None else None
+    if given is not None:
         try:
-            found.hit = _load(found, sub, arg_nodes, config, frozen, compile_fn)
+            found.hit = _load(found, given, sub, arg_nodes, config, frozen, compile_fn)
+        except Exception as e:  # noqa: BLE001  (a bad embedded entry: look further, then compile)
+            store.warn_once("embedded:" + k, f"ignoring an embedded entry ({e}); compiling again")
+            given = None
+    if found.hit is None and found.path is not None and os.path.exists(found.path):
+        try:
+            found.hit = _load(found, found.path, sub, arg_nodes, config, frozen, compile_fn)
         except Exception as e:  # noqa: BLE001  (any bad entry: recompile)
             store.warn_once("entry:" + found.path, f"ignoring entry {found.path!r} ({e}); compiling again")
             store.discard(found.path)
             found.hit = None
+    if found.hit is not None and collect is not None:
+        if given is None:
+            try:
+                with open(found.path, "rb") as f:  # type: ignore[arg-type]
+                    given = f.read()
+            except OSError:
+                given = None
+        if given is not None:
+            collect[k] = given
     return found
 
 
@@ -129,7 +176,7 @@ def _lowerings_as_shipped() -> bool:
     return LOWERINGS.keys() == _SHIPPED.keys() and all(LOWERINGS[k] is fn for k, fn in _SHIPPED.items())
 
 
-def _load(found: Lookup, sub: GraphModule, arg_nodes: Sequence[Any], config: Any,
+def _load(found: Lookup, source: str | bytes, sub: GraphModule, arg_nodes: Sequence[Any], config: Any,
           frozen: dict[Node, torch.Tensor] | None, compile_fn: Callable[[Any, Any], Any]) -> Any:
     from types import SimpleNamespace
 
@@ -140,7 +187,7 @@ def _load(found: Lookup, sub: GraphModule, arg_nodes: Sequence[Any], config: Any
     frozen_used = [outer for outer in arg_nodes if frozen and outer in frozen]
     tensors = [frozen[o].detach().contiguous() for o in frozen_used] if frozen else []
     graph, meta = _C.load_graph(
-        found.path, externals={f"frozen{i}": (t.data_ptr(), t.nbytes, t) for i, t in enumerate(tensors)}
+        source, externals={f"frozen{i}": (t.data_ptr(), t.nbytes, t) for i, t in enumerate(tensors)}
     )
     info = json.loads(meta[META_KEY])
     if info.get("key") != found.key:
