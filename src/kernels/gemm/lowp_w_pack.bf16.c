@@ -37,10 +37,13 @@
 enum { MR = 12, NV = 2, NR = 16 * NV, KC = 2048, W_BLOCK = 256 * 1024 };
 _Static_assert(MR <= 16 && (int)MR <= (int)KLOWP_ROWS_AT_ONCE, "A panels are transposed 16 rows at a time");
 _Static_assert(KC % 32 == 0 && KC / 2 * NR * 4 <= W_BLOCK, "a W block holds a panel");
-/* From this many rows of A on, this path (below, lowp_w.bf16.c's dots):
+/* From MIN_M rows of A on, this path (below, lowp_w.bf16.c's dots):
  * at M = 64 the dots were 4-7% faster on 2048 x 2048, from 72 on slower
- * on every LLM shape measured. */
-enum { MIN_M = 72 };
+ * on every LLM shape measured. With short K, from MIN_M_SHORT_K rows:
+ * ResNet-50's M = 49 (cold W, 1 thread, Zen 4) ran 12-17% faster here on
+ * 2048 x 512 and 2048 x 1024 (a last panel of 1 row costs 4: tile_rows),
+ * 7-11% slower on 512 x 2048. */
+enum { MIN_M = 72, MIN_M_SHORT_K = 40, SHORT_K = 1024 };
 /* A task's columns, at least, when columns are split to give threads
  * tasks. */
 enum { MIN_NB = 64 };
@@ -238,10 +241,12 @@ AIR_INLINE void pf_step(pf_cursor *pf)
 	}
 }
 
-/* kp k-pair steps of the MR x NR tile into acc; with PF, pf's lines
- * fetched on the way, PF_EVERY steps apart (without, the loop as it was
- * before prefetching: chunked, it ran 16% slower on 3136 x 64 x 576). */
-AIR_INLINE void tile_steps(const int PF, int64_t kp, const uint32_t *a, const uint32_t *w, pf_cursor *pf, __m512 *acc)
+/* kp k-pair steps of the first R rows (R <= MR) of the MR x NR tile into
+ * acc; with PF, pf's lines fetched on the way, PF_EVERY steps apart
+ * (without, the loop as it was before prefetching: chunked, it ran 16%
+ * slower on 3136 x 64 x 576). */
+AIR_INLINE void tile_steps(const int PF, const int R, int64_t kp, const uint32_t *a, const uint32_t *w, pf_cursor *pf,
+			   __m512 *acc)
 {
 	for (int64_t p0 = 0; p0 < kp; p0 += PF ? PF_EVERY : kp) {
 		if (PF)
@@ -253,7 +258,7 @@ AIR_INLINE void tile_steps(const int PF, int64_t kp, const uint32_t *a, const ui
 			for (int v = 0; v < NV; v++)
 				wv[v] = (__m512bh)_mm512_loadu_si512(w + 16 * v);
 #pragma GCC unroll 16
-			for (int r = 0; r < MR; r++) {
+			for (int r = 0; r < R; r++) {
 				const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r]);
 #pragma GCC unroll 4
 				for (int v = 0; v < NV; v++)
@@ -263,20 +268,35 @@ AIR_INLINE void tile_steps(const int PF, int64_t kp, const uint32_t *a, const ui
 	}
 }
 
+/* The rows a tile of m rows computes: m rounded up to 4, so a last panel
+ * of few rows (M = 49: 4 panels and 1 row) costs about its rows, not a
+ * whole panel's (49 rows at 12 a panel were 60 rows of work). */
+AIR_INLINE void tile_rows(const int PF, int m, int64_t kp, const uint32_t *a, const uint32_t *w, pf_cursor *pf,
+			  __m512 *acc)
+{
+	if (m > 8)
+		tile_steps(PF, MR, kp, a, w, pf, acc);
+	else if (m > 4)
+		tile_steps(PF, 8, kp, a, w, pf, acc);
+	else
+		tile_steps(PF, 4, kp, a, w, pf, acc);
+}
+
 /* C[i0 .. i0 + m) x [n0 .. n0 + n) += one K block: acc[MR][NR] over kp
  * pairs, a at an A panel's first pair of the block, w at a W panel's;
  * pf's lines fetched on the way while it has any. */
 static void tile(const klowp_job *j, int stage, int64_t kp, const uint32_t *a, const uint32_t *w, int64_t i0, int m,
 		 int64_t n0, int n, pf_cursor *pf)
 {
+	_Static_assert(MR > 8 && MR <= 12, "tile_rows' cases");
 	__m512 acc[MR * NV];
 #pragma GCC unroll 32
 	for (int t = 0; t < MR * NV; t++)
 		acc[t] = _mm512_setzero_ps();
 	if (pf->rows > 0)
-		tile_steps(1, kp, a, w, pf, acc);
+		tile_rows(1, m, kp, a, w, pf, acc);
 	else
-		tile_steps(0, kp, a, w, pf, acc);
+		tile_rows(0, m, kp, a, w, pf, acc);
 	if (m == MR && n == NR)
 		finish(1, j, stage, i0, m, n0, n, acc);
 	else
@@ -399,4 +419,9 @@ static void pack_run(const klowp_job *j, const klowp_src *A, rt_pool *pool, void
 	rt_pool_run(pool, pj.nm * pj.nn, gemm_task, &pj);
 }
 
-const klowp_wide klowp_bf16_pack_wide = {MIN_M, pack_workspace, pack_run};
+static int pack_takes(int64_t M, int64_t K)
+{
+	return M >= MIN_M || (M >= MIN_M_SHORT_K && K <= SHORT_K);
+}
+
+const klowp_wide klowp_bf16_pack_wide = {MIN_M_SHORT_K, pack_takes, pack_workspace, pack_run};
