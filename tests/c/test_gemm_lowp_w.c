@@ -344,8 +344,10 @@ static void test_plans(rt_pool *pool2)
 	}
 }
 
-/* Sizes from 71 rows (below the wide path: lowp_w_pack.bf16.c starts at 72)
- * up, around that path's 12-row x 32-column tiles, its K blocks (of at
+/* Sizes from 71 rows (below the wide path: lowp_w_pack.bf16.c starts at 72,
+ * at 40 when K <= 1024: those from 39 to 63 rows, K on both sides of 1024)
+ * up, around that path's 12-row x 32-column tiles (a last panel of 1-4,
+ * 5-8 and 9-11 rows each its own loop), its K blocks (of at
  * most 2048 k: K below, at and past one and several; odd K) and its W
  * blocks (64 columns when K is 2048, wider for smaller K), each size with
  * its own epilogue, strides and threads, then (bf16) on the other thread
@@ -358,6 +360,8 @@ static void test_wide(rt_pool *pool2)
 		{95, 47, 255},	{96, 64, 256},	 {97, 65, 257},	  {107, 100, 31}, {72, 96, 2048}, {73, 129, 2049},
 		{100, 600, 97}, {131, 544, 300}, {200, 100, 300}, {300, 40, 129}, {75, 70, 4097}, {97, 257, 1001},
 		{80, 70, 2},	{90, 3, 600},
+		{39, 64, 64},	{40, 33, 64},	 {41, 65, 1024},  {49, 96, 512},  {49, 64, 1025}, {52, 40, 200},
+		{53, 70, 1000}, {63, 31, 129},	 {45, 130, 2100},
 	};
 	static const float alphas[] = {1.0f, 0.5f, -2.0f};
 	for (int wt = 0; wt < 2; wt++) {

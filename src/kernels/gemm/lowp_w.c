@@ -225,7 +225,7 @@ static void run(klowp_type wt, int64_t M, int64_t N, int64_t K, klowp_src *A, co
 	j.a_ld = round_up(K, KLOWP_K_ALIGN);
 	char *room = (char *)(((uintptr_t)workspace + 63) & ~(uintptr_t)63);
 	const klowp_wide *wide = wide_of(j.kern);
-	if (wide && M >= wide->min_m) {
+	if (wide && M >= wide->min_m && wide->takes(M, K)) {
 		wide->run(&j, A, pool, room);
 		return;
 	}

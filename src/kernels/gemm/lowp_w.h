@@ -15,7 +15,9 @@
  *                     instruction's pair-interleaved layout, A is packed into 12-row panels,
  *                     and a 12x32 tile broadcasts A pairs against W (lowp_w_pack.bf16.c).
  *                     The instruction treats bf16 subnormals (|x| < 2^-126) as zero, in A and
- *                     in W: such a weight contributes nothing on this path.
+ *                     in W: such a weight contributes nothing on this path. The wide path rounds
+ *                     A with vcvtne2ps2bf16, which makes f32 subnormals zero: an A value within
+ *                     2^-134 below 2^-126 (rounded up to 2^-126 elsewhere) counts as zero there.
  *   "avx2_cvt_fma"    AVX2+FMA(+F16C for f16): W widened to f32, FMA against the rounded A.
  *   "scalar"          portable C. */
 #ifndef AIR_KERNELS_GEMM_LOWP_W_H

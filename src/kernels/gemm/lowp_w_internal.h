@@ -62,12 +62,14 @@ static inline const float *klowp_src_row(const klowp_src *s, int64_t i, int thre
 	return s->rows->row(s->rows->ctx, i, tmp);
 }
 
-/* A kernel's own path for M >= min_m (prefill): it converts A itself (from
+/* A kernel's own path for the M x K it takes (prefill; never M < min_m,
+ * so workspace is counted from min_m on): it converts A itself (from
  * the source's f32 rows), plans and runs the whole product of j (whose a
  * and plan it ignores). room: 64-byte aligned, workspace(M, K, nthreads)
  * bytes. */
 typedef struct klowp_wide {
 	int64_t min_m;
+	int (*takes)(int64_t M, int64_t K);
 	size_t (*workspace)(int64_t M, int64_t K, int nthreads);
 	void (*run)(const klowp_job *j, const klowp_src *A, rt_pool *pool, void *room);
 } klowp_wide;

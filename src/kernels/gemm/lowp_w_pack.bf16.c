@@ -15,7 +15,10 @@
  * is written, so it may alias C), the last applies the activation. Long
  * K blocks won over A panels that fit L1: on a Zen 4 core, 2048 k x 64
  * columns ran at 215 GFLOP/s where 256 k x 512 columns ran at 198 (C
- * passes and tile ends cost more than A from L2). */
+ * passes and tile ends cost more than A from L2).
+ * While a block's tiles run, the raw W rows the thread packs next are
+ * prefetched into L2 (pf_cursor): a model's weights come from memory each
+ * call, and pack_w waited for them with the tiles idle. */
 #include <immintrin.h>
 
 #include "kernels/common/kernel.h"
@@ -34,10 +37,13 @@
 enum { MR = 12, NV = 2, NR = 16 * NV, KC = 2048, W_BLOCK = 256 * 1024 };
 _Static_assert(MR <= 16 && (int)MR <= (int)KLOWP_ROWS_AT_ONCE, "A panels are transposed 16 rows at a time");
 _Static_assert(KC % 32 == 0 && KC / 2 * NR * 4 <= W_BLOCK, "a W block holds a panel");
-/* From this many rows of A on, this path (below, lowp_w.bf16.c's dots):
+/* From MIN_M rows of A on, this path (below, lowp_w.bf16.c's dots):
  * at M = 64 the dots were 4-7% faster on 2048 x 2048, from 72 on slower
- * on every LLM shape measured. */
-enum { MIN_M = 72 };
+ * on every LLM shape measured. With short K, from MIN_M_SHORT_K rows:
+ * ResNet-50's M = 49 (cold W, 1 thread, Zen 4) ran 12-17% faster here on
+ * 2048 x 512 and 2048 x 1024 (a last panel of 1 row costs 4: tile_rows),
+ * 7-11% slower on 512 x 2048. */
+enum { MIN_M = 72, MIN_M_SHORT_K = 40, SHORT_K = 1024 };
 /* A task's columns, at least, when columns are split to give threads
  * tasks. */
 enum { MIN_NB = 64 };
@@ -54,6 +60,7 @@ typedef struct pack_job {
 	size_t w_slice;
 	int64_t panels, panels_per_task;
 	int64_t mb, nb, nm, nn;
+	int nthreads; /* the pool's */
 } pack_job;
 
 static int64_t round_up(int64_t x, int64_t m)
@@ -67,25 +74,21 @@ AIR_INLINE __mmask32 lanes32(int64_t n)
 	return n >= 32 ? (__mmask32)0xffffffffu : n <= 0 ? (__mmask32)0 : (__mmask32)((1u << n) - 1);
 }
 
-/* 16 floats rounded to bf16 as k_f32_to_bf16 rounds (nearest even, NaN
- * kept quiet): lowp_w.bf16.c's bf16_convert_a, so both paths see one A. */
-AIR_INLINE __m256i round16(__m512 x)
-{
-	const __m512i u = _mm512_castps_si512(x);
-	const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-	__m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
-	r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q),
-				  _mm512_or_si512(u, _mm512_set1_epi32(0x400000)));
-	return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
-}
-
-/* Pairs [kk, kk + 16) of an A row rounded to bf16, zero past K. */
+/* Pairs [kk, kk + 16) of an A row rounded to bf16, zero past K, by
+ * vcvtne2ps2bf16: round to nearest even as k_f32_to_bf16 (NaN kept
+ * quiet), one instruction for 32 values where the integer rounding of
+ * lowp_w.bf16.c's bf16_convert_a took 8 for 16 (pack_a_panel was 9% of
+ * ResNet-50 bf16's time on a Zen 4 core, on its arithmetic, not its
+ * loads). Unlike k_f32_to_bf16 it turns f32 subnormals into zero; the
+ * products would count them as zero anyway (vdpbf16ps's rule, lowp_w.h),
+ * so only an f32 subnormal that rounds up to the least normal bf16
+ * (within 2^-134 of 2^-126) differs: it contributes 0, not 2^-126 w. */
 AIR_INLINE __m512 a_pairs(const float *row, int64_t K, int64_t kk)
 {
 	const int64_t k = 2 * kk;
-	const __m256i lo = round16(_mm512_maskz_loadu_ps(k16_lanes(K - k), row + k));
-	const __m256i hi = round16(_mm512_maskz_loadu_ps(k16_lanes(K - k - 16), row + k + 16));
-	return _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+	const __m512 lo = _mm512_maskz_loadu_ps(k16_lanes(K - k), row + k);
+	const __m512 hi = _mm512_maskz_loadu_ps(k16_lanes(K - k - 16), row + k + 16);
+	return _mm512_castsi512_ps((__m512i)_mm512_cvtne2ps_pbh(hi, lo));
 }
 
 /* Panel p of A: its MR rows (zeros past M), 16 pairs at a time
@@ -204,28 +207,92 @@ AIR_INLINE void finish(const int FULL, const klowp_job *j, int stage, int64_t i0
 	}
 }
 
-/* C[i0 .. i0 + m) x [n0 .. n0 + n) += one K block: acc[MR][NR] over kp
- * pairs, a at an A panel's first pair of the block, w at a W panel's. */
-static void tile(const klowp_job *j, int stage, int64_t kp, const uint32_t *a, const uint32_t *w, int64_t i0, int m,
-		 int64_t n0, int n)
+/* Lines of the W rows the next block will pack, fetched into L2 while
+ * this block's tiles compute: pack_w read W from memory with the tiles
+ * idle (BERT-base s128 in bf16, 1 thread, Zen 4: pack_w was 12% of the
+ * time, its samples on the loads; ResNet-50 b1: 4%). The rows are
+ * W[n0 + r][k0 .. k0 + kc) for r < rows; `per` lines every PF_EVERY
+ * k-pair steps of a tile, so the lines are spread over the block's tiles.
+ * Prefetches never fault, so a guess that is never packed costs only the
+ * bandwidth. Addresses go through uintptr_t: a line may lie past the row. */
+enum { PF_EVERY = 4 };
+typedef struct pf_cursor {
+	uintptr_t row;	   /* the current row's first byte to fetch */
+	uintptr_t ld;	   /* bytes between rows */
+	int64_t rows;	   /* rows left, the current one included */
+	int64_t line;	   /* next line of the current row */
+	int64_t lines;	   /* lines a row */
+	int64_t per;	   /* lines a PF_EVERY steps */
+} pf_cursor;
+
+AIR_INLINE void pf_step(pf_cursor *pf)
 {
+	for (int64_t q = 0; q < pf->per && pf->rows > 0; q++) {
+		_mm_prefetch((const char *)(pf->row + (uintptr_t)pf->line * 64u), _MM_HINT_T1);
+		if (++pf->line == pf->lines) {
+			pf->line = 0;
+			pf->row += pf->ld;
+			pf->rows--;
+		}
+	}
+}
+
+/* kp k-pair steps of the first R rows (R <= MR) of the MR x NR tile into
+ * acc; with PF, pf's lines fetched on the way, PF_EVERY steps apart
+ * (without, the loop as it was before prefetching: chunked, it ran 16%
+ * slower on 3136 x 64 x 576). */
+AIR_INLINE void tile_steps(const int PF, const int R, int64_t kp, const uint32_t *a, const uint32_t *w, pf_cursor *pf,
+			   __m512 *acc)
+{
+	for (int64_t p0 = 0; p0 < kp; p0 += PF ? PF_EVERY : kp) {
+		if (PF)
+			pf_step(pf);
+		const int64_t p1 = PF ? k_min64(kp, p0 + PF_EVERY) : kp;
+		for (int64_t p = p0; p < p1; p++, a += MR, w += NR) {
+			__m512bh wv[NV];
+#pragma GCC unroll 4
+			for (int v = 0; v < NV; v++)
+				wv[v] = (__m512bh)_mm512_loadu_si512(w + 16 * v);
+#pragma GCC unroll 16
+			for (int r = 0; r < R; r++) {
+				const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r]);
+#pragma GCC unroll 4
+				for (int v = 0; v < NV; v++)
+					acc[r * NV + v] = _mm512_dpbf16_ps(acc[r * NV + v], av, wv[v]);
+			}
+		}
+	}
+}
+
+/* The rows a tile of m rows computes: m rounded up to 4, so a last panel
+ * of few rows (M = 49: 4 panels and 1 row) costs about its rows, not a
+ * whole panel's (49 rows at 12 a panel were 60 rows of work). */
+AIR_INLINE void tile_rows(const int PF, int m, int64_t kp, const uint32_t *a, const uint32_t *w, pf_cursor *pf,
+			  __m512 *acc)
+{
+	if (m > 8)
+		tile_steps(PF, MR, kp, a, w, pf, acc);
+	else if (m > 4)
+		tile_steps(PF, 8, kp, a, w, pf, acc);
+	else
+		tile_steps(PF, 4, kp, a, w, pf, acc);
+}
+
+/* C[i0 .. i0 + m) x [n0 .. n0 + n) += one K block: acc[MR][NR] over kp
+ * pairs, a at an A panel's first pair of the block, w at a W panel's;
+ * pf's lines fetched on the way while it has any. */
+static void tile(const klowp_job *j, int stage, int64_t kp, const uint32_t *a, const uint32_t *w, int64_t i0, int m,
+		 int64_t n0, int n, pf_cursor *pf)
+{
+	_Static_assert(MR > 8 && MR <= 12, "tile_rows' cases");
 	__m512 acc[MR * NV];
 #pragma GCC unroll 32
 	for (int t = 0; t < MR * NV; t++)
 		acc[t] = _mm512_setzero_ps();
-	for (int64_t p = 0; p < kp; p++, a += MR, w += NR) {
-		__m512bh wv[NV];
-#pragma GCC unroll 4
-		for (int v = 0; v < NV; v++)
-			wv[v] = (__m512bh)_mm512_loadu_si512(w + 16 * v);
-#pragma GCC unroll 16
-		for (int r = 0; r < MR; r++) {
-			const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r]);
-#pragma GCC unroll 4
-			for (int v = 0; v < NV; v++)
-				acc[r * NV + v] = _mm512_dpbf16_ps(acc[r * NV + v], av, wv[v]);
-		}
-	}
+	if (pf->rows > 0)
+		tile_rows(1, m, kp, a, w, pf, acc);
+	else
+		tile_rows(0, m, kp, a, w, pf, acc);
 	if (m == MR && n == NR)
 		finish(1, j, stage, i0, m, n0, n, acc);
 	else
@@ -252,6 +319,33 @@ AIR_INLINE void prefetch_c(const klowp_job *j, int stage, int64_t i0, int m, int
 	}
 }
 
+/* The cursor over the raw W block packed after the one of (task t, K
+ * block at k0): the same columns' next K block, else the first K block
+ * of task t + nthreads, the one this thread likely takes next (tasks are
+ * handed out in order, one at a time); no rows when there is none. The
+ * lines are spread over ntiles tiles of kpb k-pair steps. */
+static pf_cursor next_block(const pack_job *pj, int64_t t, int64_t k0, int nthreads, int64_t ntiles, int64_t kpb)
+{
+	const klowp_job *j = pj->j;
+	pf_cursor pf = {0, (uintptr_t)j->ldw * 2u, 0, 0, 1, 1};
+	int64_t nk0 = k0 + pj->kc, jn = t / pj->nm;
+	if (nk0 >= j->K) {
+		const int64_t t2 = t + nthreads;
+		if (t2 >= pj->nm * pj->nn)
+			return pf;
+		nk0 = 0;
+		jn = t2 / pj->nm;
+	}
+	const int64_t n0 = jn * pj->nb, n1 = k_min64(j->N, n0 + pj->nb);
+	const int64_t kc = k_min64(pj->kc, j->K - nk0);
+	pf.row = (uintptr_t)(j->W + n0 * j->ldw + nk0);
+	pf.rows = n1 - n0;
+	pf.lines = (kc * 2 + 63) / 64 + 1; /* + 1: the row need not start a line */
+	const int64_t chunks = ntiles * k_cdiv(kpb, PF_EVERY);
+	pf.per = k_cdiv(pf.rows * pf.lines, chunks < 1 ? 1 : chunks);
+	return pf;
+}
+
 /* Rows [m0, m1) x columns [n0, n1) of C, K block by K block, with the
  * thread's W slice. */
 static void gemm_task(void *ctx, int64_t t, int thread)
@@ -262,16 +356,18 @@ static void gemm_task(void *ctx, int64_t t, int thread)
 	const int64_t m0 = im * pj->mb, m1 = k_min64(j->M, m0 + pj->mb);
 	const int64_t n0 = jn * pj->nb, n1 = k_min64(j->N, n0 + pj->nb);
 	uint32_t *w = pj->w + (size_t)thread * pj->w_slice;
+	const int64_t ntiles = k_cdiv(m1 - m0, MR) * k_cdiv(n1 - n0, NR);
 	for (int64_t k0 = 0; k0 < j->K; k0 += pj->kc) {
 		const int64_t kc = k_min64(pj->kc, j->K - k0), kpb = (kc + 1) / 2;
 		const int stage = (k0 == 0 ? STAGE_FIRST : 0) | (k0 + kc >= j->K ? STAGE_LAST : 0);
 		pack_w(j, n0, n1, k0, kc, w);
+		pf_cursor pf = next_block(pj, t, k0, pj->nthreads, ntiles, kpb);
 		for (int64_t i = m0; i < m1; i += MR) {
 			const uint32_t *a = pj->a + ((i / MR) * pj->kp + k0 / 2) * MR;
 			for (int64_t n = n0; n < n1; n += NR) {
 				prefetch_c(j, stage, i, (int)k_min64(MR, m1 - i), n);
 				tile(j, stage, kpb, a, w + (n - n0) / NR * kpb * NR, i, (int)k_min64(MR, m1 - i), n,
-				     (int)k_min64(NR, n1 - n));
+				     (int)k_min64(NR, n1 - n), &pf);
 			}
 		}
 	}
@@ -293,7 +389,7 @@ static void pack_run(const klowp_job *j, const klowp_src *A, rt_pool *pool, void
 {
 	const int nthreads = rt_pool_size(pool);
 	const int64_t M = j->M, N = j->N, K = j->K;
-	pack_job pj = {j, A, room, (K + 1) / 2, 0, NULL, W_BLOCK / sizeof(uint32_t), 0, 0, 0, 0, 0, 0};
+	pack_job pj = {j, A, room, (K + 1) / 2, 0, NULL, W_BLOCK / sizeof(uint32_t), 0, 0, 0, 0, 0, 0, nthreads};
 	pj.w = (uint32_t *)((char *)room + k_align64(a_bytes(M, K)));
 
 	pj.panels = k_cdiv(M, MR);
@@ -319,4 +415,9 @@ static void pack_run(const klowp_job *j, const klowp_src *A, rt_pool *pool, void
 	rt_pool_run(pool, pj.nm * pj.nn, gemm_task, &pj);
 }
 
-const klowp_wide klowp_bf16_pack_wide = {MIN_M, pack_workspace, pack_run};
+static int pack_takes(int64_t M, int64_t K)
+{
+	return M >= MIN_M || (M >= MIN_M_SHORT_K && K <= SHORT_K);
+}
+
+const klowp_wide klowp_bf16_pack_wide = {MIN_M_SHORT_K, pack_takes, pack_workspace, pack_run};
