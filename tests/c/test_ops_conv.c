@@ -1009,6 +1009,11 @@ static void test_conv2d_epilogue(void)
 			for (int act = 0; act <= 8; act++)
 				for (int res = 0; res < 2; res++)
 					test_conv_epilogue_case(dti ? AIR_F64 : AIR_F32, &epilogue_cases[i], act, res, -1);
+	/* the transposed 1x1 (7x7) in passes of images: 1.6 MB of product an
+	 * image, 8 MB a pass, so 7 images run as passes of 4 and 3 */
+	static const conv_case passes = {7, 16, 7, 7, 8192, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1};
+	test_conv_epilogue_case(AIR_F32, &passes, 1, 1, 0);
+	test_conv_epilogue_case(AIR_F32, &passes, 0, 0, 1);
 	/* bad epilogue attributes and residual shapes are build errors */
 	float xv[2 * 3 * 4 * 4] = {0}, wv[5 * 3] = {0}, rv[2 * 5 * 4 * 4] = {0};
 	th_arg args[3] = {th_make(AIR_F32, xv, 4, (int64_t[]){2, 3, 4, 4}), th_make(AIR_F32, wv, 4, (int64_t[]){5, 3, 1, 1}),

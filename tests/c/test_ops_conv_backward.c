@@ -157,6 +157,11 @@ static const ccase CASES[] = {
 	{"short last task",    2, 128, 28, 28, 512, 1, 1, 1, 1, 0, 0, 1, 1, 1},
 	{"big map 3x3",        1, 9, 70, 66, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 	{"many small maps",   11, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+	/* 3.5 MB of packed dy an image (one image a chunk): passes of 3 and 3
+	 * images (PASS_CAP 16 MB), dw summing over passes as over chunks */
+	{"passes",             6, 2, 104, 104, 80, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+	/* dx's chunks of 9 small maps, 7 MB a chunk: passes of 2 chunks and 1 */
+	{"pass of chunks",    25, 3, 7, 7, 2000, 3, 3, 1, 1, 1, 1, 1, 1, 1},
 };
 
 static void test_errors(void)

@@ -8,8 +8,10 @@
  *       chunk * P (small late-network maps make a deep enough product
  *       together), the chunks summed through the epilogue's residual, then
  *       transposed into dw.
- * dy is the B of both products, packed once per image (dx) or chunk (dw)
- * by all threads; then each task takes a block of rows of K (whole input
+ * dy is the B of both products, packed once per chunk of images by all
+ * threads, every chunk of a pass (up to PASS_CAP bytes of packed dy) in
+ * one parallel loop; then each task takes one chunk's
+ * (dx) or every chunk's (dw) block of rows of K (whole input
  * channels for dx, as col2im needs every tap of a channel), makes its
  * columns in its own thread's buffer, sized to stay in L2, and runs a
  * one-thread GEMM on them, so the columns never go out to memory (one
@@ -35,12 +37,14 @@ enum {
 	B_CAP = 1 << 20,     /* floats of packed dy: 4 MB, a chunk of images for dw */
 	SLOT_CAP = 96 << 10, /* floats of a task's columns: 384 KB, in L2 beside its GEMM's blocks */
 	DX_WIDTH = 512,      /* dy positions a dx GEMM takes at least, from several images of a small map */
+	PASS_CAP = 16 << 20, /* bytes of packed dy a pass holds: ResNet-50's at batch 16 in one pass */
 };
 
 typedef struct plan {
 	kconv_geom g;
 	int64_t K, KK, P;  /* taps per group, per channel; dy positions per image */
 	int64_t nb;        /* images per chunk */
+	int64_t nsc;       /* chunks a pass packs together (PASS_CAP) */
 	int64_t rows;      /* rows of K per task (dx: a multiple of KK, whole channels) */
 	bool pointwise;    /* 1x1, stride 1, no padding: x (and dx) are the columns */
 	size_t wt_bytes, b_bytes, dyc_bytes, slot_bytes, cols_floats, gemm_bytes;
@@ -112,6 +116,10 @@ static bool make_plan(const k_call *call, bool weight, plan *p)
 		p->gemm_bytes = p->pointwise ? 0 : task_gemm_bytes(p->rows, p->K, width, g->Og);
 	}
 	p->slot_bytes = k_align64(sizeof(float) * p->cols_floats) + p->gemm_bytes;
+	/* as many chunks a pass as PASS_CAP holds (at least one), the passes even */
+	int64_t nchunks = k_cdiv(g->N > 0 ? g->N : 1, p->nb);
+	p->nsc = p->b_bytes ? k_min64(nchunks, (int64_t)(PASS_CAP / p->b_bytes)) : nchunks;
+	p->nsc = even_chunk(nchunks, p->nsc);
 	return true;
 }
 
@@ -137,7 +145,7 @@ static size_t workspace(const k_call *call, bool weight, int nthreads)
 	if (!weight && p.pointwise)
 		return p.wt_bytes +
 		       k_align64(kgemm_batched_workspace_bytes(p.g.N > 0 ? p.g.N : 1, p.K, p.P, p.g.Og, nthreads));
-	return p.wt_bytes + p.b_bytes + (size_t)nthreads * p.slot_bytes;
+	return p.wt_bytes + (size_t)p.nsc * p.b_bytes + (size_t)nthreads * p.slot_bytes;
 }
 
 static size_t input_ws(const k_call *call, int nthreads)
@@ -150,81 +158,106 @@ static size_t weight_ws(const k_call *call, int nthreads)
 	return workspace(call, true, nthreads);
 }
 
-/* ---- packing dy ------------------------------------------------------------- */
+/* ---- a pass: chunks of images whose dy is packed together ----------------- */
 
-typedef struct pack_job {
-	kgemm_packed_b *b;
-	const float *src; /* dx: dy_g [Og][P]; dw: image n0's dy_g */
-	int64_t O, Og, P, nb, cols, chunk, nchunk;
-	bool weight;
-	int64_t ld; /* dx: the source's row stride */
-} pack_job;
+/* Chunk c of a pass of nimg images: images [c * nb, c * nb + chunk_images). */
+static int64_t chunk_images(const plan *p, int64_t c, int64_t nimg)
+{
+	return k_min64(p->nb, nimg - c * p->nb);
+}
 
-/* One chunk of panels: dx's B is dy_g as it is, [Og rows][P columns]; dw's
- * is its transpose, each image's P positions rows of their own. */
+/* Chunk c's memory in a pass: dx's gathered rows (when nb > 1), then the packed B. */
+static char *chunk_mem(const plan *p, char *mem, int64_t c)
+{
+	return mem + (size_t)c * p->b_bytes;
+}
+
+static kgemm_packed_b *chunk_b(const plan *p, char *mem, int64_t c)
+{
+	return (kgemm_packed_b *)(chunk_mem(p, mem, c) + p->dyc_bytes);
+}
+
+/* One pass over nchunks chunks of one group: three parallel loops in all
+ * (gather, pack, products) however many images, so that a call has a few
+ * fork-joins rather than two or three per image: each join waits for the
+ * slowest thread, and on a machine with more runnable threads than cores
+ * that wait is a scheduler time slice (ResNet-50's 64-channel 3x3 dx at
+ * batch 16 on 2 loaded cores: 7x its one-thread time with a join per image). */
+typedef struct pass_job {
+	const plan *p;
+	const float *dy;  /* the pass's first image, the group's first channel */
+	char *mem;        /* the chunks' gathered and packed dy */
+	int64_t nimg, nchunks;
+	int64_t cols_per_task, ptasks; /* pack: columns of B a task, tasks a chunk (dw: an image) */
+	const float *w;   /* dx: W_g [Og][K] */
+	float *dx;        /* dx: the pass's first image's group of channels */
+	const float *x;   /* dw: the pass's first image's group of channels */
+	float *acc;       /* dw: dw_g^T [K][Og] */
+	bool first;       /* dw: the group's first pass: acc is written, not added to */
+	char *slots;      /* a slot per thread */
+} pass_job;
+
+/* dx, nb > 1: row o of chunk c's images side by side, [Og][nbc * P] */
+static void gather_task(void *ctx, int64_t t, int thread)
+{
+	(void)thread;
+	const pass_job *j = ctx;
+	const plan *p = j->p;
+	int64_t c = t / p->g.Og, o = t % p->g.Og, nbc = chunk_images(p, c, j->nimg);
+	float *out = (float *)chunk_mem(p, j->mem, c);
+	const float *dy = j->dy + c * p->nb * p->g.O * p->P;
+	for (int64_t i = 0; i < nbc; i++)
+		memcpy(out + (o * nbc + i) * p->P, dy + (i * p->g.O + o) * p->P, sizeof(float) * (size_t)p->P);
+}
+
+/* One block of panels of one chunk's B: dx's is dy_g as it is, [Og rows]
+ * [nbc * P columns]; dw's is its transpose, each image's P positions rows
+ * of their own (a task an image and block of columns). */
 static void pack_task(void *ctx, int64_t t, int thread)
 {
 	(void)thread;
-	const pack_job *j = ctx;
-	int64_t img = t / j->nchunk, c0 = (t % j->nchunk) * j->chunk, c1 = k_min64(j->cols, c0 + j->chunk);
-	if (j->weight)
-		kgemm_pack_b_block(j->b, img * j->P, j->P, c0, c1, j->src + (img * j->O + c0) * j->P, 1, j->P, NULL);
-	else
-		kgemm_pack_b_block(j->b, 0, j->Og, c0, c1, j->src + c0, j->ld, 1, NULL);
-}
-
-/* dy's rows of one image gathered side by side: row o of the chunk */
-typedef struct gather_job {
-	const float *dy; /* image n0, the group's first channel */
-	float *out;      /* [Og][nb * P] */
-	int64_t O, P, nb;
-} gather_job;
-
-static void gather_task(void *ctx, int64_t o, int thread)
-{
-	(void)thread;
-	const gather_job *d = ctx;
-	for (int64_t j = 0; j < d->nb; j++)
-		memcpy(d->out + (o * d->nb + j) * d->P, d->dy + (j * d->O + o) * d->P, sizeof(float) * (size_t)d->P);
-}
-
-/* dy_g of nb images (from image n0's, at src) packed as the B of this
- * plan's products, in mem: dx's [Og][nb * P] (gathered first when nb > 1),
- * dw's [nb * P][Og]. */
-static kgemm_packed_b *pack_dy(const k_call *call, char *mem, const float *src, const plan *p, int64_t nb,
-			       bool weight)
-{
+	const pass_job *j = ctx;
+	const plan *p = j->p;
 	const kconv_geom *g = &p->g;
-	int64_t ld = p->P;
-	if (!weight && nb > 1) {
-		gather_job d = {src, (float *)mem, g->O, p->P, nb};
-		rt_pool_run(call->pool, g->Og, gather_task, &d);
-		src = (const float *)mem;
-		ld = nb * p->P;
+	bool weight = j->w == NULL;
+	int64_t per_chunk = (weight ? p->nb : 1) * j->ptasks;
+	int64_t c = t / per_chunk, r = t % per_chunk, img = r / j->ptasks, k = r % j->ptasks;
+	int64_t nbc = chunk_images(p, c, j->nimg);
+	int64_t cols = weight ? g->Og : nbc * p->P, c0 = k * j->cols_per_task, c1 = k_min64(cols, c0 + j->cols_per_task);
+	if (img >= nbc || c0 >= cols)
+		return;
+	kgemm_packed_b *b = chunk_b(p, j->mem, c);
+	const float *dy = j->dy + c * p->nb * g->O * p->P;
+	if (weight)
+		kgemm_pack_b_block(b, img * p->P, p->P, c0, c1, dy + (img * g->O + c0) * p->P, 1, p->P, NULL);
+	else if (nbc > 1)
+		kgemm_pack_b_block(b, 0, g->Og, c0, c1, (const float *)chunk_mem(p, j->mem, c) + c0, cols, 1, NULL);
+	else
+		kgemm_pack_b_block(b, 0, g->Og, c0, c1, dy + c0, p->P, 1, NULL);
+}
+
+/* The pass's dy packed as the B of this plan's products: dx's [Og][nbc * P]
+ * per chunk (gathered first when nb > 1), dw's [nbc * P][Og]. */
+static void pack_pass(const k_call *call, pass_job *j, bool weight)
+{
+	const plan *p = j->p;
+	const kconv_geom *g = &p->g;
+	if (!weight && p->nb > 1)
+		rt_pool_run(call->pool, j->nchunks * g->Og, gather_task, j);
+	for (int64_t c = 0; c < j->nchunks; c++) {
+		int64_t nbc = chunk_images(p, c, j->nimg);
+		kgemm_packed_b_init(chunk_mem(p, j->mem, c) + p->dyc_bytes, weight ? nbc * p->P : g->Og,
+				    weight ? g->Og : nbc * p->P);
 	}
-	if (!weight)
-		mem += p->dyc_bytes;
-	int64_t rows = weight ? nb * p->P : g->Og, cols = weight ? g->Og : nb * p->P, nr = kgemm_tile_cols();
-	kgemm_packed_b *b = kgemm_packed_b_init(mem, rows, cols);
 	/* about 64 KiB of dy per task, whole panels */
-	int64_t per = weight ? p->P : g->Og;
+	int64_t nr = kgemm_tile_cols(), per = weight ? p->P : g->Og;
 	int64_t chunk = k_cdiv(16384 / (per > 0 ? per : 1), nr) * nr;
-	chunk = chunk < nr ? nr : chunk;
-	pack_job j = {b, src, g->O, g->Og, p->P, nb, cols, chunk, k_cdiv(cols, chunk), weight, ld};
-	rt_pool_run(call->pool, (weight ? nb : 1) * j.nchunk, pack_task, &j);
-	return b;
+	j->cols_per_task = chunk < nr ? nr : chunk;
+	j->ptasks = k_cdiv(weight ? g->Og : p->nb * p->P, j->cols_per_task);
+	rt_pool_run(call->pool, j->nchunks * (weight ? p->nb : 1) * j->ptasks, pack_task, j);
 }
 
 /* ---- dx -------------------------------------------------------------------- */
-
-typedef struct input_job {
-	const plan *p;
-	const float *w;         /* W_g [Og][K] */
-	const kgemm_packed_b *b; /* dy of this image and group */
-	float *dx;              /* image n0's group of channels */
-	int64_t nb;             /* images in this chunk */
-	char *ws;
-} input_job;
 
 /* dx plane ci of the group, from its KK rows of cols: zero, then each tap's
  * row added where that tap read the input. */
@@ -252,22 +285,24 @@ static void col2im_plane(const kconv_geom *g, const float *rows, int64_t ld, flo
 	}
 }
 
-/* A block of whole channels: their rows of cols in this thread's slot,
- * then their dx planes. */
+/* A block of whole channels of one chunk: their rows of cols in this
+ * thread's slot, then their dx planes. */
 static void input_task(void *ctx, int64_t t, int thread)
 {
-	const input_job *j = ctx;
+	const pass_job *j = ctx;
 	const plan *p = j->p;
 	const kconv_geom *g = &p->g;
-	int64_t r0 = t * p->rows, m = k_min64(p->rows, p->K - r0), width = j->nb * p->P;
-	float *cols = (float *)(j->ws + (size_t)thread * p->slot_bytes);
+	int64_t ntr = k_cdiv(p->K, p->rows), c = t / ntr, r0 = t % ntr * p->rows, m = k_min64(p->rows, p->K - r0);
+	int64_t nbc = chunk_images(p, c, j->nimg), width = nbc * p->P;
+	float *cols = (float *)(j->slots + (size_t)thread * p->slot_bytes);
 	void *gemm_ws = (char *)cols + k_align64(sizeof(float) * p->cols_floats);
+	float *dx = j->dx + c * p->nb * g->C * g->H * g->W;
 	/* A(k, o) = W_g[o][k], packed by the GEMM block by block */
-	kgemm_f32_packed(m, width, g->Og, j->w + r0, 1, p->K, j->b, cols, width, NULL, NULL, gemm_ws);
-	for (int64_t c = 0; c < m / p->KK; c++)
-		for (int64_t img = 0; img < j->nb; img++)
-			col2im_plane(g, cols + c * p->KK * width + img * p->P, width,
-				     j->dx + (img * g->C + r0 / p->KK + c) * g->H * g->W);
+	kgemm_f32_packed(m, width, g->Og, j->w + r0, 1, p->K, chunk_b(p, j->mem, c), cols, width, NULL, NULL, gemm_ws);
+	for (int64_t ch = 0; ch < m / p->KK; ch++)
+		for (int64_t img = 0; img < nbc; img++)
+			col2im_plane(g, cols + ch * p->KK * width + img * p->P, width,
+				     dx + (img * g->C + r0 / p->KK + ch) * g->H * g->W);
 }
 
 static air_status input_run(const k_call *call)
@@ -296,28 +331,20 @@ static air_status input_run(const k_call *call)
 					  1, dx + gi * g->Cg * p.P, g->C * p.P, p.P, NULL, call->pool, rest);
 			continue;
 		}
-		for (int64_t n0 = 0; n0 < g->N; n0 += p.nb) {
-			int64_t nb = k_min64(p.nb, g->N - n0);
-			const float *dyg = dy + (n0 * g->O + gi * g->Og) * p.P;
-			input_job j = {&p, a, pack_dy(call, rest, dyg, &p, nb, false),
-				       dx + (n0 * g->C + gi * g->Cg) * g->H * g->W, nb, rest + p.b_bytes};
-			rt_pool_run(call->pool, k_cdiv(p.K, p.rows), input_task, &j);
+		for (int64_t n0 = 0; n0 < g->N; n0 += p.nsc * p.nb) {
+			int64_t nimg = k_min64(p.nsc * p.nb, g->N - n0);
+			pass_job j = {.p = &p, .dy = dy + (n0 * g->O + gi * g->Og) * p.P, .mem = rest,
+				      .nimg = nimg, .nchunks = k_cdiv(nimg, p.nb), .w = a,
+				      .dx = dx + (n0 * g->C + gi * g->Cg) * g->H * g->W,
+				      .slots = rest + (size_t)p.nsc * p.b_bytes};
+			pack_pass(call, &j, false);
+			rt_pool_run(call->pool, j.nchunks * k_cdiv(p.K, p.rows), input_task, &j);
 		}
 	}
 	return AIR_OK;
 }
 
 /* ---- dw -------------------------------------------------------------------- */
-
-typedef struct weight_job {
-	const plan *p;
-	const float *x;         /* image n0's group of channels */
-	const kgemm_packed_b *b; /* the chunk's dy_g^T */
-	float *acc;             /* dw_g^T [K][Og] */
-	int64_t nb;             /* images in this chunk */
-	bool first;             /* the first chunk: acc is written, not added to */
-	char *ws;
-} weight_job;
 
 /* Row r = (ci, ki, kj) of the columns of one image: at oh*OW + ow the
  * input that tap read there, 0 in the padding. */
@@ -345,30 +372,36 @@ static void im2col_row(const kconv_geom *g, const float *x, int64_t r, float *re
 	memset(out + oh1 * g->OW, 0, sizeof(float) * (size_t)((g->OH - oh1) * g->OW));
 }
 
-/* A block of rows of K: their columns for the chunk's images side by side
- * in this thread's slot (or x itself, for one image of a pointwise conv),
- * times dy^T into those rows of acc. */
+/* A block of rows of K, over every chunk of the pass: the chunk's columns
+ * for its images side by side in this thread's slot (or x itself, for one
+ * image of a pointwise conv), times dy^T, added into those rows of acc.
+ * The rows are the task's alone, so the chunks are summed without a join
+ * between them. */
 static void weight_task(void *ctx, int64_t t, int thread)
 {
-	const weight_job *j = ctx;
+	const pass_job *j = ctx;
 	const plan *p = j->p;
 	const kconv_geom *g = &p->g;
-	int64_t r0 = t * p->rows, m = k_min64(p->rows, p->K - r0), depth = j->nb * p->P;
-	float *cols = (float *)(j->ws + (size_t)thread * p->slot_bytes);
+	int64_t r0 = t * p->rows, m = k_min64(p->rows, p->K - r0);
+	float *cols = (float *)(j->slots + (size_t)thread * p->slot_bytes);
 	void *gemm_ws = (char *)cols + k_align64(sizeof(float) * p->cols_floats);
-	const float *a = j->x + r0 * p->P;
-	if (p->cols_floats) {
-		for (int64_t r = 0; r < m; r++)
-			for (int64_t img = 0; img < j->nb; img++)
-				im2col_row(g, j->x + img * g->C * g->H * g->W, r0 + r, cols + r * depth + img * p->P);
-		a = cols;
+	for (int64_t c = 0; c < j->nchunks; c++) {
+		int64_t nbc = chunk_images(p, c, j->nimg), depth = nbc * p->P;
+		const float *x = j->x + c * p->nb * g->C * g->H * g->W, *a = x + r0 * p->P;
+		if (p->cols_floats) {
+			for (int64_t r = 0; r < m; r++)
+				for (int64_t img = 0; img < nbc; img++)
+					im2col_row(g, x + img * g->C * g->H * g->W, r0 + r, cols + r * depth + img * p->P);
+			a = cols;
+		}
+		k_epilogue ep = k_epilogue_none();
+		if (!(j->first && c == 0)) { /* add the earlier chunks' sum, read before written */
+			ep.residual = j->acc + r0 * g->Og;
+			ep.ld_residual = g->Og;
+		}
+		kgemm_f32_packed(m, g->Og, depth, a, depth, 1, chunk_b(p, j->mem, c), j->acc + r0 * g->Og, g->Og, &ep,
+				 NULL, gemm_ws);
 	}
-	k_epilogue ep = k_epilogue_none();
-	if (!j->first) { /* add the earlier chunks' sum, read before written */
-		ep.residual = j->acc + r0 * g->Og;
-		ep.ld_residual = g->Og;
-	}
-	kgemm_f32_packed(m, g->Og, depth, a, depth, 1, j->b, j->acc + r0 * g->Og, g->Og, &ep, NULL, gemm_ws);
 }
 
 static air_status weight_run(const k_call *call)
@@ -386,13 +419,14 @@ static air_status weight_run(const k_call *call)
 		return AIR_OK;
 	}
 	float *acc = call->workspace;
-	char *bmem = (char *)acc + p.wt_bytes, *slots = bmem + p.b_bytes;
+	char *bmem = (char *)acc + p.wt_bytes, *slots = bmem + (size_t)p.nsc * p.b_bytes;
 	for (int64_t gi = 0; gi < g->G; gi++) {
-		for (int64_t n0 = 0; n0 < g->N; n0 += p.nb) {
-			int64_t nb = k_min64(p.nb, g->N - n0);
-			const float *dyg = dy + (n0 * g->O + gi * g->Og) * p.P;
-			weight_job j = {&p, x + (n0 * g->C + gi * g->Cg) * g->H * g->W, pack_dy(call, bmem, dyg, &p, nb, true),
-					acc, nb, n0 == 0, slots};
+		for (int64_t n0 = 0; n0 < g->N; n0 += p.nsc * p.nb) {
+			int64_t nimg = k_min64(p.nsc * p.nb, g->N - n0);
+			pass_job j = {.p = &p, .dy = dy + (n0 * g->O + gi * g->Og) * p.P, .mem = bmem, .nimg = nimg,
+				      .nchunks = k_cdiv(nimg, p.nb), .x = x + (n0 * g->C + gi * g->Cg) * g->H * g->W,
+				      .acc = acc, .first = n0 == 0, .slots = slots};
+			pack_pass(call, &j, true);
 			rt_pool_run(call->pool, k_cdiv(p.K, p.rows), weight_task, &j);
 		}
 		ktranspose(acc, g->Og, dw + gi * g->Og * p.K, p.K, p.K, g->Og);

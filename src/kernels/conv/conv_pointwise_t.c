@@ -15,10 +15,15 @@
  * 512>2048 and 2048>512 convs at 7x7 took 0.80-0.83 ms direct against
  * 0.57-0.62 ms for the same product channels-last (bench_conv --layout).
  *
- * Scratch: one image's [P, O] product per call (P <= MAX_PIXELS), shared
- * by the threads; the GEMM fills it, then the threads transpose it by
- * blocks of output channels, adding the residual and the activation there
- * (the residual is NCHW, so not in the GEMM's epilogue). */
+ * Scratch: a pass of images' [nimg * P, O] product per call (P <=
+ * MAX_PIXELS, up to PASS_BYTES of it), shared by the threads; one GEMM of
+ * nimg * P rows fills it, then the threads transpose it by image and block
+ * of output channels, adding the residual and the activation there (the
+ * residual is NCHW, so not in the GEMM's epilogue). A pass rather than an
+ * image a GEMM: three fork-joins an image made a batch-16 call 16x as many
+ * joins, each waiting for the slowest thread (a scheduler time slice on a
+ * loaded machine: 7x the one-thread time), and 49 rows a GEMM is a short
+ * product. */
 #include "core/error.h"
 #include "kernels/conv/conv_nhwc.h"
 #include "kernels/gemm/ukernel.h" /* kgemm_epilogue_row */
@@ -27,7 +32,7 @@
 
 /* Largest map taken: past it the scratch and the transpose cost more than
  * the direct kernel's edge tiles (28x28 = 784 ran level with it). */
-enum { MAX_PIXELS = 256, ROWS_PER_TASK = 64 };
+enum { MAX_PIXELS = 256, ROWS_PER_TASK = 64, PASS_BYTES = 8 << 20 };
 
 static bool geom(const k_call *call, kconv_geom *g)
 {
@@ -60,14 +65,25 @@ static air_status pt_prepare(const k_call *call, void **out)
 	return kconv_nhwc_pack_weight(call, &g, INT64_MAX, out);
 }
 
+/* Images a pass: as many as keep its transposed input and its product
+ * within PASS_BYTES each (at least one), the passes even. */
+static int64_t pass_images(const kconv_geom *g)
+{
+	const int64_t N = g->N > 0 ? g->N : 1, P = g->OH * g->OW > 0 ? g->OH * g->OW : 1;
+	const int64_t per = (int64_t)sizeof(float) * P * (g->C > g->O ? g->C : g->O);
+	int64_t most = PASS_BYTES / per;
+	most = most < 1 ? 1 : k_min64(most, N);
+	return k_cdiv(N, k_cdiv(N, most));
+}
+
 static size_t scratch_bytes(const kconv_geom *g)
 {
-	return k_align64(sizeof(float) * (size_t)(g->OH * g->OW * g->O));
+	return k_align64(sizeof(float) * (size_t)(pass_images(g) * g->OH * g->OW * g->O));
 }
 
 static size_t in_bytes(const kconv_geom *g)
 {
-	return k_align64(sizeof(float) * (size_t)(g->H * g->W * g->C));
+	return k_align64(sizeof(float) * (size_t)(pass_images(g) * g->H * g->W * g->C));
 }
 
 static size_t pt_ws(const k_call *call, int nthreads)
@@ -77,40 +93,44 @@ static size_t pt_ws(const k_call *call, int nthreads)
 		return 0;
 	const int64_t P = g.OH * g.OW;
 	return kconv_nhwc_repack_bytes(call->prepared, &g) + scratch_bytes(&g) + in_bytes(&g) +
-	       kgemm_packed_workspace_bytes(P, g.O, g.C, nthreads < 1 ? 1 : nthreads);
+	       kgemm_packed_workspace_bytes(pass_images(&g) * P, g.O, g.C, nthreads < 1 ? 1 : nthreads);
 }
 
 typedef struct in_job {
-	const float *x; /* [C, P] of this image */
-	float *xt;      /* [P, C] */
+	const float *x; /* [nimg][C, P] of the pass's images */
+	float *xt;      /* [nimg * P, C] */
 	int64_t P, C;
 } in_job;
 
+/* a block of channels of one image (task = image * blocks + block) */
 static void in_task(void *ctx, int64_t task, int thread)
 {
 	(void)thread;
 	const in_job *j = ctx;
-	const int64_t c0 = task * ROWS_PER_TASK, c1 = k_min64(j->C, c0 + ROWS_PER_TASK);
-	ktranspose(j->x + c0 * j->P, j->P, j->xt + c0, j->C, c1 - c0, j->P);
+	const int64_t nblk = k_cdiv(j->C, ROWS_PER_TASK), n = task / nblk;
+	const int64_t c0 = task % nblk * ROWS_PER_TASK, c1 = k_min64(j->C, c0 + ROWS_PER_TASK);
+	ktranspose(j->x + (n * j->C + c0) * j->P, j->P, j->xt + n * j->P * j->C + c0, j->C, c1 - c0, j->P);
 }
 
 typedef struct pt_job {
-	const float *t; /* [P, O] */
-	float *y;       /* [O, P] of this image */
+	const float *t; /* [nimg * P, O] */
+	float *y;       /* [nimg][O, P] of the pass's images */
 	const float *res;
 	int64_t P, O;
 	k_act act; /* applied here (0 when the GEMM applied it) */
 } pt_job;
 
+/* a block of output channels of one image (task = image * blocks + block) */
 static void pt_task(void *ctx, int64_t task, int thread)
 {
 	(void)thread;
 	const pt_job *j = ctx;
-	const int64_t o0 = task * ROWS_PER_TASK, o1 = k_min64(j->O, o0 + ROWS_PER_TASK);
-	float *y = j->y + o0 * j->P;
-	ktranspose(j->t + o0, j->O, y, j->P, j->P, o1 - o0);
+	const int64_t nblk = k_cdiv(j->O, ROWS_PER_TASK), n = task / nblk;
+	const int64_t o0 = task % nblk * ROWS_PER_TASK, o1 = k_min64(j->O, o0 + ROWS_PER_TASK);
+	float *y = j->y + (n * j->O + o0) * j->P;
+	ktranspose(j->t + n * j->P * j->O + o0, j->O, y, j->P, j->P, o1 - o0);
 	if (j->res || j->act != K_ACT_NONE)
-		kgemm_epilogue_row(y, j->res ? j->res + o0 * j->P : NULL, (o1 - o0) * j->P, j->act);
+		kgemm_epilogue_row(y, j->res ? j->res + (n * j->O + o0) * j->P : NULL, (o1 - o0) * j->P, j->act);
 }
 
 static air_status pt_run(const k_call *call)
@@ -132,14 +152,16 @@ static air_status pt_run(const k_call *call)
 	ep.bias_n = g.has_bias ? call->in[2].data : NULL;
 	/* the residual comes in at the transpose, and the activation after it */
 	ep.act = res ? K_ACT_NONE : g.act;
-	for (int64_t n = 0; n < g.N; n++) {
+	const int64_t most = pass_images(&g);
+	for (int64_t n = 0; n < g.N; n += most) {
+		const int64_t nimg = k_min64(most, g.N - n);
 		const float *x = (const float *)call->in[0].data + n * C * P;
 		in_job ij = {x, xt, P, C};
-		rt_pool_run(call->pool, k_cdiv(C, ROWS_PER_TASK), in_task, &ij);
-		kgemm_f32_packed(P, O, C, xt, C, 1, b[0], t, O, &ep, call->pool, ws);
+		rt_pool_run(call->pool, nimg * k_cdiv(C, ROWS_PER_TASK), in_task, &ij);
+		kgemm_f32_packed(nimg * P, O, C, xt, C, 1, b[0], t, O, &ep, call->pool, ws);
 		pt_job j = {t, (float *)call->out[0].data + n * O * P, res ? res + n * O * P : NULL, P, O,
 			    res ? g.act : K_ACT_NONE};
-		rt_pool_run(call->pool, k_cdiv(O, ROWS_PER_TASK), pt_task, &j);
+		rt_pool_run(call->pool, nimg * k_cdiv(O, ROWS_PER_TASK), pt_task, &j);
 	}
 	return AIR_OK;
 }
