@@ -8,15 +8,12 @@ keyword is an error that names it, at export and at call time."""
 from __future__ import annotations
 
 import copy
-import subprocess
-
-import numpy as np
 import pytest
 import torch
 
 import torchair
 from bench.accuracy import check_accuracy
-from tests.python._air_cli import air_binary
+from tests.python._air_cli import air_binary, air_run
 from tests.python.test_dynamic_axes import _bert
 from torchair import _C
 from torchair.export import ExportError
@@ -99,18 +96,11 @@ def test_keyword_order_is_the_file_order_and_positional_inputs_come_first(tmp_pa
 def test_air_run_gives_load_results_bit_for_bit(bert_file, tmp_path):
     _, path = bert_file
     ids, mask = _inputs(3, 11, seed=2)
-    np.save(tmp_path / "ids.npy", ids.numpy())
-    np.save(tmp_path / "mask.npy", mask.numpy())
-    subprocess.run(
-        [air_binary(), "run", path, "--input", str(tmp_path / "ids.npy"), "--input", str(tmp_path / "mask.npy"),
-         "--output-dir", str(tmp_path / "out")],
-        check=True, timeout=300,
-    )
+    cli = air_run(path, [ids.numpy(), mask.numpy()], tmp_path)
     outs = torchair.load(path)(input_ids=ids, attention_mask=mask)
-    assert len(outs) == 2
-    for i, o in enumerate(outs):
-        cli = torch.from_numpy(np.load(tmp_path / "out" / f"out{i}.npy"))
-        assert torch.equal(cli, o), f"output {i} differs from air run's"
+    assert len(outs) == len(cli) == 2
+    for i, (c, o) in enumerate(zip(cli, outs)):
+        assert torch.equal(c, o), f"output {i} differs from air run's"
 
 
 def test_load_names_a_bad_keyword(bert_file):
@@ -196,10 +186,12 @@ def test_a_forward_taking_var_keywords_exports_them_by_name(tmp_path):
 def test_dynamo_export_passes_keyword_inputs(tmp_path):
     model = _bert()
     ids, mask = _inputs(2, 8)
-    torchair.dynamo_export(model=model, export_path=str(tmp_path), export_name="m", input_ids=ids,
+    torchair.dynamo_export(model=model, export_path=str(tmp_path), export_name="m", dynamic=True, input_ids=ids,
                            attention_mask=mask)
     loaded = torchair.load(tmp_path / "m.air")
     assert loaded.input_names == ["input_ids", "attention_mask"]
-    ref32, ref64 = _eager(model, ids, mask)
-    ok, detail = check_accuracy(loaded(input_ids=ids, attention_mask=mask), ref32, ref64)
-    assert ok, detail
+    for batch, seq in ((2, 8), (3, 13)):  # dynamic=True: every axis the model leaves free
+        ids, mask = _inputs(batch, seq, seed=3)
+        ref32, ref64 = _eager(model, ids, mask)
+        ok, detail = check_accuracy(loaded(input_ids=ids, attention_mask=mask), ref32, ref64)
+        assert ok, detail

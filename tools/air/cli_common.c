@@ -224,6 +224,12 @@ int cli_read_input(air_session *s, const air_model *m, int i, const char *path, 
 	return cli_bind_input(s, m, i, array, syms);
 }
 
+int cli_session(const air_model *m, air_session **s)
+{
+	air_status st = air_session_create(m, s);
+	return st == AIR_OK ? CLI_OK : cli_air_error("session", st);
+}
+
 int cli_set_outputs(air_session *s, const air_model *m, int n_out, void **outs, int *ranks,
 		    int64_t (*dims)[AIR_MAX_RANK])
 {
@@ -252,6 +258,13 @@ int cli_set_outputs(air_session *s, const air_model *m, int n_out, void **outs, 
 			memcpy(dims[i], od, sizeof od);
 	}
 	return CLI_OK;
+}
+
+void cli_free_outputs(void **outs, int n_out)
+{
+	for (int i = 0; i < n_out && outs; i++)
+		free(outs[i]);
+	free(outs);
 }
 
 int cli_write_output(const char *path, air_dtype dtype, int rank, const int64_t *dims, const void *data)

@@ -127,11 +127,8 @@ int cmd_bench(int argc, char **argv)
 		rc = cli_error("%s has %d inputs; air bench takes at most %d", path, n_model, CLI_MAX_INPUTS);
 		goto done;
 	}
-	air_status st = air_session_create(m, &s);
-	if (st != AIR_OK) {
-		rc = cli_air_error("session", st);
+	if ((rc = cli_session(m, &s)))
 		goto done;
-	}
 	cli_symbols syms = {0};
 	for (int i = 0; i < n_model; i++) {
 		if (n_in)
@@ -157,7 +154,7 @@ int cmd_bench(int argc, char **argv)
 		goto done;
 	for (long k = 0; k < warmup + iters; k++) {
 		double t0 = now_seconds();
-		st = air_session_run(s);
+		air_status st = air_session_run(s);
 		double t1 = now_seconds();
 		if (st != AIR_OK) {
 			rc = cli_air_error("run", st);
@@ -181,9 +178,7 @@ int cmd_bench(int argc, char **argv)
 	       times[iters / 10] > 0 ? times[iters * 9 / 10] / times[iters / 10] : 0.0);
 	rc = CLI_OK;
 done:
-	for (int i = 0; i < n_out && outs; i++)
-		free(outs[i]);
-	free(outs);
+	cli_free_outputs(outs, n_out);
 	free(times);
 	for (int i = 0; i < CLI_MAX_INPUTS; i++)
 		npy_free(&arrays[i]);

@@ -49,11 +49,8 @@ int cmd_run(int argc, char **argv)
 		rc = cli_error("%s takes %d input%s (%s), %d given", path, n_model, n_model == 1 ? "" : "s", names, n_in);
 		goto done;
 	}
-	air_status st = air_session_create(m, &s);
-	if (st != AIR_OK) {
-		rc = cli_air_error("session", st);
+	if ((rc = cli_session(m, &s)))
 		goto done;
-	}
 	cli_symbols syms = {0};
 	for (int i = 0; i < n_in; i++)
 		if ((rc = cli_read_input(s, m, i, args.inputs[i], &arrays[i], &syms)))
@@ -71,7 +68,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if ((rc = cli_set_outputs(s, m, n_out, outs, ranks, dims)))
 		goto done;
-	st = air_session_run(s);
+	air_status st = air_session_run(s);
 	if (st != AIR_OK) {
 		rc = cli_air_error("run", st);
 		goto done;
@@ -88,9 +85,7 @@ int cmd_run(int argc, char **argv)
 	}
 	rc = CLI_OK;
 done:
-	for (int i = 0; i < n_out && outs; i++)
-		free(outs[i]);
-	free(outs);
+	cli_free_outputs(outs, n_out);
 	for (int i = 0; i < n_in; i++)
 		npy_free(&arrays[i]);
 	air_session_destroy(s);
