@@ -50,18 +50,14 @@ def dynamo_export(
     """TorchAir's export, done by torchair.export: writes ``export_path/export_name.air``
     (the folder made if missing) from ``model(*args)``, with the given CompilerConfig's
     options; ``dynamic=True`` lets every axis of every input be dynamic where the model
-    allows (torch.export's Dim.AUTO). Inputs by keyword are not taken (torchair.export's
-    file takes positional tensors)."""
+    allows (torch.export's Dim.AUTO). Inputs given by keyword (``**kwargs``) are passed to
+    the model by keyword, as torchair.export's ``kwargs=`` does: the file names them so."""
     import os
 
     from torchair.export.write import prepare, save
 
-    if kwargs:
-        raise NotBuiltError(
-            2, "unsupported", f"dynamo_export: inputs by keyword ({', '.join(kwargs)}) are not taken; pass them positionally"
-        )
     os.makedirs(export_path, exist_ok=True)
-    prepared = prepare(model, args, config=config, auto_dynamic=bool(dynamic))
+    prepared = prepare(model, args, kwargs=kwargs or None, config=config, auto_dynamic=bool(dynamic))
     save(prepared, os.path.join(export_path, f"{export_name}.air"))
 
 

@@ -230,21 +230,13 @@ def _air_cli():
 @needs_files
 @pytest.mark.skipif(_air_cli() is None, reason="no air CLI (set TORCHAIR_AIR_CLI to the built tools/air binary)")
 def test_load_gives_the_air_cli_results_bit_for_bit(tmp_path):
-    import subprocess
-
-    import numpy as np
+    from tests.python._air_cli import air_run
 
     model = _Small().eval()
     x, y = torch.randn(5, 8), torch.randn(5, 4)
     path = torchair.export(model, (x, y), tmp_path / "m.air", dynamic_axes={"x": {0: "n"}, "y": {0: "n"}})
-    np.save(tmp_path / "x.npy", x.numpy())
-    np.save(tmp_path / "y.npy", y.numpy())
-    subprocess.run(
-        [_air_cli(), "run", path, "--input", str(tmp_path / "x.npy"), "--input", str(tmp_path / "y.npy"),
-         "--output-dir", str(tmp_path / "out")],
-        check=True, timeout=120,
-    )
+    cli = air_run(path, [x.numpy(), y.numpy()], tmp_path)
     outs = torchair.load(path)(x, y)
-    for i, o in enumerate(outs):
-        cli = torch.from_numpy(np.load(tmp_path / "out" / f"out{i}.npy"))
-        assert torch.equal(cli, o), f"output {i} differs from air run's"
+    assert len(cli) == len(outs)
+    for i, (c, o) in enumerate(zip(cli, outs)):
+        assert torch.equal(c, o), f"output {i} differs from air run's"

@@ -55,6 +55,23 @@ typedef struct cli_symbols {
  * message naming the input; returns CLI_ERROR. */
 int cli_bind_input(air_session *s, const air_model *m, int i, npy_array *array, cli_symbols *syms);
 
+/* Reads the .npy at path into *array and binds it as input i (as
+ * cli_bind_input); a file that does not read is an error naming the input. */
+int cli_read_input(air_session *s, const air_model *m, int i, const char *path, npy_array *array, cli_symbols *syms);
+
+/* A session on m; an error message if it cannot be made. */
+int cli_session(const air_model *m, air_session **s);
+
+/* Once every input is bound: a buffer per output, of the shape the inputs
+ * give, set on the session. outs has n_out entries, cleared by the caller
+ * and freed by it (each, even on error); ranks and dims (n_out entries)
+ * receive each output's shape unless NULL. */
+int cli_set_outputs(air_session *s, const air_model *m, int n_out, void **outs, int *ranks,
+		    int64_t (*dims)[AIR_MAX_RANK]);
+
+/* Frees what cli_set_outputs allocated, and outs (NULL is fine). */
+void cli_free_outputs(void **outs, int n_out);
+
 /* Output i's data as .npy at path (bf16 written as f32). */
 int cli_write_output(const char *path, air_dtype dtype, int rank, const int64_t *dims, const void *data);
 

@@ -216,6 +216,57 @@ int cli_bind_input(air_session *s, const air_model *m, int i, npy_array *a, cli_
 	return CLI_OK;
 }
 
+int cli_read_input(air_session *s, const air_model *m, int i, const char *path, npy_array *array, cli_symbols *syms)
+{
+	char err[NPY_ERR_SIZE], name[160];
+	if (npy_read_file(path, array, err))
+		return cli_error("input %s: %s", cli_input_name(m, i, name, sizeof name), err);
+	return cli_bind_input(s, m, i, array, syms);
+}
+
+int cli_session(const air_model *m, air_session **s)
+{
+	air_status st = air_session_create(m, s);
+	return st == AIR_OK ? CLI_OK : cli_air_error("session", st);
+}
+
+int cli_set_outputs(air_session *s, const air_model *m, int n_out, void **outs, int *ranks,
+		    int64_t (*dims)[AIR_MAX_RANK])
+{
+	for (int i = 0; i < n_out; i++) {
+		int rank, mrank;
+		int64_t od[AIR_MAX_RANK];
+		air_dtype dt;
+		air_dim md[AIR_MAX_RANK];
+		air_status st = air_session_output_shape(s, i, &rank, od);
+		if (st == AIR_OK)
+			st = air_model_output_info(m, i, &dt, &mrank, md);
+		if (st != AIR_OK)
+			return cli_air_error("inputs", st);
+		size_t bytes = air_dtype_size(dt);
+		for (int d = 0; d < rank; d++)
+			bytes *= (size_t)od[d];
+		outs[i] = malloc(bytes ? bytes : 1);
+		if (!outs[i])
+			return cli_error("out of memory (output %d: %zu bytes)", i, bytes);
+		st = air_session_set_output(s, i, outs[i], bytes);
+		if (st != AIR_OK)
+			return cli_air_error("output", st);
+		if (ranks)
+			ranks[i] = rank;
+		if (dims)
+			memcpy(dims[i], od, sizeof od);
+	}
+	return CLI_OK;
+}
+
+void cli_free_outputs(void **outs, int n_out)
+{
+	for (int i = 0; i < n_out && outs; i++)
+		free(outs[i]);
+	free(outs);
+}
+
 int cli_write_output(const char *path, air_dtype dtype, int rank, const int64_t *dims, const void *data)
 {
 	char err[NPY_ERR_SIZE];

@@ -10,15 +10,7 @@
 #include <time.h>
 
 #include "cli.h"
-
-enum { BENCH_MAX_INPUTS = 256, BENCH_MAX_DIMS = 64 };
-
-typedef struct bench_dim {
-	const char *name;
-	size_t len;
-	int64_t value;
-	int used;
-} bench_dim;
+#include "cli_args.h"
 
 static int by_value(const void *a, const void *b)
 {
@@ -59,7 +51,7 @@ static void fill_random(npy_array *a)
 }
 
 /* A random input i of the model's declared shape, symbols from dims. */
-static int make_input(const air_model *m, int i, bench_dim *dims, int n_dims, npy_array *a)
+static int make_input(const air_model *m, int i, cli_dim *dims, int n_dims, npy_array *a)
 {
 	char name[160], want[512];
 	cli_input_name(m, i, name, sizeof name);
@@ -105,59 +97,25 @@ static double now_seconds(void)
 
 int cmd_bench(int argc, char **argv)
 {
-	const char *path = NULL, *inputs[BENCH_MAX_INPUTS];
-	bench_dim dims[BENCH_MAX_DIMS];
-	int n_in = 0, n_dims = 0;
-	long iters = 50, warmup = 3, threads = 0;
-	for (int a = 0; a < argc; a++) {
-		const char *arg = argv[a];
-		if (strcmp(arg, "--input") == 0 || strcmp(arg, "--iters") == 0 || strcmp(arg, "--warmup") == 0 ||
-		    strcmp(arg, "--threads") == 0 || strcmp(arg, "--dim") == 0) {
-			if (a + 1 >= argc)
-				return cli_usage_error("bench", "%s needs a value", arg);
-			const char *v = argv[++a];
-			if (strcmp(arg, "--input") == 0) {
-				if (n_in == BENCH_MAX_INPUTS)
-					return cli_usage_error("bench", "more than %d inputs", BENCH_MAX_INPUTS);
-				inputs[n_in++] = v;
-			} else if (strcmp(arg, "--iters") == 0) {
-				if (cli_parse_int(v, 1000000, &iters) || iters < 1)
-					return cli_usage_error("bench", "--iters takes a number from 1 to 1000000, not '%s'", v);
-			} else if (strcmp(arg, "--warmup") == 0) {
-				if (cli_parse_int(v, 1000000, &warmup))
-					return cli_usage_error("bench", "--warmup takes a number from 0 to 1000000, not '%s'", v);
-			} else if (strcmp(arg, "--threads") == 0) {
-				if (cli_parse_int(v, 4096, &threads) || threads < 1)
-					return cli_usage_error("bench", "--threads takes a number from 1 to 4096, not '%s'", v);
-			} else {
-				const char *eq = strchr(v, '=');
-				long value;
-				if (!eq || eq == v || cli_parse_int(eq + 1, INT32_MAX, &value))
-					return cli_usage_error("bench", "--dim takes NAME=VALUE (VALUE >= 0), not '%s'", v);
-				if (n_dims == BENCH_MAX_DIMS)
-					return cli_usage_error("bench", "more than %d --dim", BENCH_MAX_DIMS);
-				dims[n_dims++] = (bench_dim){v, (size_t)(eq - v), value, 0};
-			}
-		} else if (arg[0] == '-' && arg[1]) {
-			return cli_usage_error("bench", "unknown option '%s'", arg);
-		} else if (path) {
-			return cli_usage_error("bench", "unexpected argument '%s'", arg);
-		} else {
-			path = arg;
-		}
-	}
-	if (!path)
-		return cli_usage_error("bench", "missing FILE");
+	cli_args args = {.iters = 50, .warmup = 3};
+	int rc = cli_parse_args("bench", CLI_OPT_INPUT | CLI_OPT_DIM | CLI_OPT_THREADS | CLI_OPT_ITERS | CLI_OPT_WARMUP,
+				argc, argv, &args);
+	if (rc)
+		return rc;
+	const char *path = args.path;
+	cli_dim *dims = args.dims;
+	int n_in = args.n_in, n_dims = args.n_dims;
+	long iters = args.iters, warmup = args.warmup, threads = args.threads;
 	if (n_in && n_dims)
 		return cli_usage_error("bench", "--dim is for random inputs; with --input the inputs give the sizes");
 
 	air_model *m = NULL;
 	air_session *s = NULL;
-	npy_array arrays[BENCH_MAX_INPUTS];
+	npy_array arrays[CLI_MAX_INPUTS];
 	void **outs = NULL;
 	double *times = NULL;
 	memset(arrays, 0, sizeof arrays);
-	int rc = cli_load(path, (int)threads, 0, NULL, &m);
+	rc = cli_load(path, (int)threads, 0, NULL, &m);
 	if (rc)
 		return rc;
 	int n_model = air_model_input_count(m), n_out = air_model_output_count(m);
@@ -165,25 +123,19 @@ int cmd_bench(int argc, char **argv)
 		rc = cli_error("%s takes %d input%s, %d given", path, n_model, n_model == 1 ? "" : "s", n_in);
 		goto done;
 	}
-	if (n_model > BENCH_MAX_INPUTS) {
-		rc = cli_error("%s has %d inputs; air bench takes at most %d", path, n_model, BENCH_MAX_INPUTS);
+	if (n_model > CLI_MAX_INPUTS) {
+		rc = cli_error("%s has %d inputs; air bench takes at most %d", path, n_model, CLI_MAX_INPUTS);
 		goto done;
 	}
-	air_status st = air_session_create(m, &s);
-	if (st != AIR_OK) {
-		rc = cli_air_error("session", st);
+	if ((rc = cli_session(m, &s)))
 		goto done;
-	}
 	cli_symbols syms = {0};
 	for (int i = 0; i < n_model; i++) {
-		char err[NPY_ERR_SIZE], name[160];
-		if (n_in && npy_read_file(inputs[i], &arrays[i], err)) {
-			rc = cli_error("input %s: %s", cli_input_name(m, i, name, sizeof name), err);
-			goto done;
-		}
-		if (!n_in && (rc = make_input(m, i, dims, n_dims, &arrays[i])))
-			goto done;
-		if ((rc = cli_bind_input(s, m, i, &arrays[i], &syms)))
+		if (n_in)
+			rc = cli_read_input(s, m, i, args.inputs[i], &arrays[i], &syms);
+		else if (!(rc = make_input(m, i, dims, n_dims, &arrays[i])))
+			rc = cli_bind_input(s, m, i, &arrays[i], &syms);
+		if (rc)
 			goto done;
 	}
 	for (int k = 0; k < n_dims; k++)
@@ -198,31 +150,11 @@ int cmd_bench(int argc, char **argv)
 		rc = cli_error("out of memory");
 		goto done;
 	}
-	for (int i = 0; i < n_out; i++) {
-		int rank;
-		int64_t od[AIR_MAX_RANK];
-		air_dtype dt;
-		air_dim md[AIR_MAX_RANK];
-		int mrank;
-		st = air_session_output_shape(s, i, &rank, od);
-		if (st == AIR_OK)
-			st = air_model_output_info(m, i, &dt, &mrank, md);
-		if (st != AIR_OK) {
-			rc = cli_air_error("inputs", st);
-			goto done;
-		}
-		size_t bytes = air_dtype_size(dt);
-		for (int d = 0; d < rank; d++)
-			bytes *= (size_t)od[d];
-		outs[i] = malloc(bytes ? bytes : 1);
-		if (!outs[i] || (st = air_session_set_output(s, i, outs[i], bytes)) != AIR_OK) {
-			rc = outs[i] ? cli_air_error("output", st) : cli_error("out of memory");
-			goto done;
-		}
-	}
+	if ((rc = cli_set_outputs(s, m, n_out, outs, NULL, NULL)))
+		goto done;
 	for (long k = 0; k < warmup + iters; k++) {
 		double t0 = now_seconds();
-		st = air_session_run(s);
+		air_status st = air_session_run(s);
 		double t1 = now_seconds();
 		if (st != AIR_OK) {
 			rc = cli_air_error("run", st);
@@ -246,11 +178,9 @@ int cmd_bench(int argc, char **argv)
 	       times[iters / 10] > 0 ? times[iters * 9 / 10] / times[iters / 10] : 0.0);
 	rc = CLI_OK;
 done:
-	for (int i = 0; i < n_out && outs; i++)
-		free(outs[i]);
-	free(outs);
+	cli_free_outputs(outs, n_out);
 	free(times);
-	for (int i = 0; i < BENCH_MAX_INPUTS; i++)
+	for (int i = 0; i < CLI_MAX_INPUTS; i++)
 		npy_free(&arrays[i]);
 	air_session_destroy(s);
 	air_model_destroy(m);

@@ -20,9 +20,12 @@ def _bad(msg: str) -> ExportError:
 
 
 class LoadedModel:
-    """A loaded .air file. ``model(*inputs)`` takes torch tensors or numpy arrays,
-    one per input in the file's order, and returns a list of tensors, one per
-    output (the model's outputs flattened: meta["output_flattening"]).
+    """A loaded .air file. ``model(*inputs, **named)`` takes torch tensors or numpy
+    arrays, one per input: positionally in the file's order, or by the input's name
+    (the keyword it was exported with, or the forward's parameter name), or the
+    first ones positionally and the rest by name, as a Python function takes its
+    arguments. It returns a list of tensors, one per output (the model's outputs
+    flattened: meta["output_flattening"]).
     ``input_names``, ``output_names`` and ``meta`` describe the file."""
 
     def __init__(self, runner: Any, meta: dict[str, Any], path: str) -> None:
@@ -37,6 +40,26 @@ class LoadedModel:
         ins = ", ".join(f"{i['name']}: {i['dtype']}{i['shape']}" for i in self.meta["inputs"])
         outs = ", ".join(f"{o['name']}: {o['dtype']}{o['shape']}" for o in self.meta["outputs"])
         return f"LoadedModel({self.path!r}, inputs=[{ins}], outputs=[{outs}])"
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """The inputs in the file's order from positional and named ones; an unknown,
+        repeated or missing name is an error naming it and the file's inputs."""
+        if not kwargs:
+            return args
+        names, file = self.input_names, os.path.basename(self.path)
+        listed = ", ".join(names)
+        unknown = [k for k in kwargs if k not in names]
+        if unknown:
+            raise _bad(f"{file} has no input named {', '.join(map(repr, unknown))} (its inputs: {listed})")
+        if len(args) > len(names):
+            raise _bad(f"{file} takes {len(names)} input(s) ({listed}), got {len(args)} positionally")
+        twice = [k for k in kwargs if names.index(k) < len(args)]
+        if twice:
+            raise _bad(f"{file}: input {twice[0]!r} is given both positionally and by name")
+        missing = [n for n in names[len(args):] if n not in kwargs]
+        if missing:
+            raise _bad(f"{file}: missing input(s) {', '.join(map(repr, missing))} (its inputs: {listed})")
+        return tuple(args) + tuple(kwargs[n] for n in names[len(args):])
 
     def _check(self, args: tuple[Any, ...]) -> list[torch.Tensor]:
         if len(args) != len(self.input_names):
@@ -79,8 +102,8 @@ class LoadedModel:
             out.append(arg if arg.is_contiguous() else arg.contiguous())
         return out
 
-    def __call__(self, *args: Any) -> list[torch.Tensor]:
-        tensors = self._check(args)
+    def __call__(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
+        tensors = self._check(self._bind(args, kwargs))
         with torch.no_grad():
             return list(self._runner.run(tensors))
 

@@ -46,31 +46,75 @@ def _parameters(model: torch.nn.Module) -> list[str]:
     ]
 
 
+def _var_keyword(model: torch.nn.Module) -> str | None:
+    """The name of the forward's ``**kwargs`` parameter, if it has one."""
+    fn = model.forward if isinstance(model, torch.nn.Module) else model
+    return next((p.name for p in inspect.signature(fn).parameters.values() if p.kind == p.VAR_KEYWORD), None)
+
+
+def argument_names(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
+    """The name of each example input, in the order torch.export flattens them (and the
+    exported file takes them): the positional ones by the forward's parameter names, then
+    the keyword ones in the order given. A keyword the forward has no parameter for (and no
+    ``**kwargs`` to take it), or one given positionally too, is an error naming it."""
+    sig = inspect.signature(model.forward if isinstance(model, torch.nn.Module) else model)
+    params = sig.parameters
+    positional = _parameters(model)[: len(args)]
+    keyword_ok = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    for k in kwargs:
+        if k in positional:
+            raise _err(f"example input {k!r} is given both positionally and by keyword")
+        if k not in keyword_ok and _var_keyword(model) is None:
+            raise _err(
+                f"example keyword input {k!r} is not an argument of {type(model).__name__}.forward "
+                f"(its arguments: {', '.join(params)})"
+            )
+    return positional + list(kwargs)
+
+
 def dynamic_shapes(
-    model: torch.nn.Module, args: tuple[Any, ...], spec: Spec | None, auto: bool = False
+    model: torch.nn.Module,
+    args: tuple[Any, ...],
+    spec: Spec | None,
+    auto: bool = False,
+    kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """torch.export's dynamic_shapes from torchair's dynamic_axes: {parameter: {axis: Dim}},
-    one Dim per name (axes of one name share it), with the given range. auto (TorchAir's
+    one Dim per name (axes of one name share it), with the given range. Inputs given by
+    keyword are named by their keyword. auto (TorchAir's
     dynamo_export(dynamic=True)): every axis of every input may be dynamic (Dim.AUTO: torch.export
     keeps as symbols those the model does not fix; they are named s0, s1, ...)."""
     from torch.export import Dim
 
-    names = _parameters(model)[: len(args)]
-    if auto:
-        return {n: {ax: Dim.AUTO for ax in range(a.dim())} for n, a in zip(names, args)}
-    if not spec:
+    kwargs = kwargs or {}
+    names = argument_names(model, args, kwargs)
+    values = list(args) + list(kwargs.values())
+    if not auto and not spec:
         return None
-    unknown = [a for a in spec if a not in names]
-    if unknown:
-        raise _err(f"dynamic_axes names {unknown}, which are not among the forward's arguments {names}")
+    if not auto:
+        unknown = [a for a in spec if a not in names]
+        if unknown:
+            raise _err(f"dynamic_axes names {unknown}, which are not among the model's inputs {names}")
+    # torch.export (2.x) fails on any dynamic_shapes when an input goes through the forward's
+    # **kwargs (its constraint step cannot match the nesting), so such a file is static
+    named = set(inspect.signature(model.forward).parameters) - {_var_keyword(model)}
+    through_var = [n for n in kwargs if n not in named]
+    if through_var:
+        raise _err(
+            f"{type(model).__name__}.forward takes {', '.join(map(repr, through_var))} through "
+            f"**{_var_keyword(model)}, and torch.export cannot make any size dynamic then: export with static "
+            "sizes (no dynamic_axes), or give the forward a parameter of that name"
+        )
     dims: dict[str, Any] = {}
-    out: dict[str, Any] = {}
-    for i, name in enumerate(names):
+    flat: dict[str, Any] = {}
+    for name, t in zip(names, values):
+        if auto:
+            flat[name] = {ax: Dim.AUTO for ax in range(t.dim())}
+            continue
         axes = spec.get(name)
         if not axes:
-            out[name] = None
+            flat[name] = None
             continue
-        t = args[i]
         if not isinstance(t, torch.Tensor):
             raise _err(f"dynamic_axes names argument {name!r}, which is a {type(t).__name__}, not a tensor")
         one: dict[int, Any] = {}
@@ -81,8 +125,8 @@ def dynamic_shapes(
                 kw = {k: v for k, v in (("min", a.min), ("max", a.max)) if v is not None}
                 dims[a.name] = Dim(a.name, **kw)
             one[ax % t.dim()] = dims[a.name]
-        out[name] = one
-    return out
+        flat[name] = one
+    return flat
 
 
 def _flat_names(spec: Any, n: int, single: str) -> list[str]:
@@ -135,18 +179,25 @@ def trace(
     spec: Spec | None,
     decompositions: dict[Any, Any],
     auto_dynamic: bool = False,
+    kwargs: dict[str, Any] | None = None,
 ) -> Traced:
     from torch.export import export
     from torch.export.graph_signature import InputKind, OutputKind
 
     if not isinstance(model, torch.nn.Module):
         raise _err(f"expected a torch.nn.Module, got {type(model).__name__}")
+    kwargs = dict(kwargs or {})
     for i, a in enumerate(args):
         if not isinstance(a, torch.Tensor):
             raise _err(f"example input {i} is a {type(a).__name__}; the exported file takes tensors only")
+    for k, a in kwargs.items():
+        if not isinstance(a, torch.Tensor):
+            raise _err(f"example input {k!r} is a {type(a).__name__}; the exported file takes tensors only")
+    names = argument_names(model, args, kwargs)
     with torch.no_grad():
         try:
-            ep = export(model, args, dynamic_shapes=dynamic_shapes(model, args, spec, auto_dynamic), strict=False)
+            shapes = dynamic_shapes(model, args, spec, auto_dynamic, kwargs)
+            ep = export(model, args, kwargs or None, dynamic_shapes=shapes, strict=False)
         except torch._dynamo.exc.UserError as e:
             if "Constraints violated" not in str(e):
                 raise
@@ -184,28 +235,39 @@ def trace(
             f"the model writes to {', '.join(map(str, mutated))} when it runs (a training-mode batch norm's "
             "running statistics?); call model.eval() before exporting"
         )
+    # a keyword the forward takes through **kwargs and never reads is most likely misspelt
+    named = set(inspect.signature(model.forward).parameters)
+    unused = [k for k, node in zip(kwargs, inputs[len(args) :]) if k not in named and not node.users]
+    if unused:
+        raise _err(
+            f"the model does not use keyword input(s) {', '.join(map(repr, unused))} ({type(model).__name__}.forward "
+            f"takes them through **{_var_keyword(model)} and ignores them: a misspelt name?)"
+        )
     outputs = []
     for r in results:
         if not isinstance(r, Node) or not isinstance(r.meta.get("val"), torch.Tensor):
             raise _err(f"an output of the model is {r!r}, not a tensor computed by it")
         outputs.append(r)
+    # positional inputs keep their placeholder's name (the forward's parameter, as before
+    # keywords were taken); keyword inputs are named by their keyword
+    input_names = [n.name for n in inputs[: len(args)]] + list(kwargs)
+    if len(input_names) != len(inputs) or len(set(input_names)) != len(input_names):
+        raise _err(f"the model's inputs {names} did not come out as {len(names)} distinct tensor inputs")
     try:
-        input_names = [n.name for n in inputs]
         output_names = _flat_names(ep.call_spec.out_spec, len(outputs), "output")
     except Exception:  # an odd pytree node: positions
         output_names = [f"output{i}" for i in range(len(outputs))]
-    symbol_names = _symbols(inputs, args, spec, model)
+    symbol_names = _symbols(inputs, names, spec)
     return Traced(gm, frozen, inputs, input_names, outputs, output_names, symbol_names)
 
 
-def _symbols(inputs: list[Node], args: tuple[Any, ...], spec: Spec | None, model: torch.nn.Module) -> dict[Any, str]:
+def _symbols(inputs: list[Node], params: list[str], spec: Spec | None) -> dict[Any, str]:
     """{sympy symbol: its dynamic_axes name} from the user inputs' symbolic dims."""
     import sympy
 
     out: dict[Any, str] = {}
     if not spec:
         return out
-    params = _parameters(model)[: len(args)]
     for pname, node in zip(params, inputs):
         val = node.meta["val"]
         for ax, a in (spec.get(pname) or {}).items():

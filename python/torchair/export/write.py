@@ -1,4 +1,4 @@
-"""``torchair.export(model, example_inputs, path, *, options=None, dynamic_axes=None)``:
+"""``torchair.export(model, example_inputs, path, *, kwargs=None, options=None, dynamic_axes=None)``:
 the model traced (export/trace.py), lowered into one libair graph with the
 torch.compile path's lowering and options (export/lower.py), and written as
 one .air file with its weights and metadata (export/meta.py)."""
@@ -30,6 +30,7 @@ def prepare(
     model: torch.nn.Module,
     example_inputs: Any,
     *,
+    kwargs: dict[str, Any] | None = None,
     options: dict[str, Any] | None = None,
     dynamic_axes: dict[str, Any] | None = None,
     config: CompilerConfig | None = None,
@@ -46,8 +47,15 @@ def prepare(
 
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
+    if isinstance(example_inputs, dict):
+        raise _err(
+            "example_inputs is a dict; give inputs by keyword as torch.export takes them: "
+            "torchair.export(model, (), path, kwargs={'input_ids': ..., ...})"
+        )
     if not isinstance(example_inputs, (tuple, list)):
         raise _err(f"example_inputs must be a tuple of tensors, got {type(example_inputs).__name__}")
+    if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
+        raise _err(f"kwargs must be a dict of keyword name -> tensor, got {type(kwargs).__name__}")
     if config is not None:
         if options is not None:
             raise _err("give options or config, not both")
@@ -65,7 +73,7 @@ def prepare(
         flat.check_built()
     check_options(flat)
     spec = parse(flat.dynamic_axes) if flat.dynamic_axes is not None else None
-    traced = trace(model, tuple(example_inputs), spec, torchair_decompositions(), auto_dynamic)
+    traced = trace(model, tuple(example_inputs), spec, torchair_decompositions(), auto_dynamic, kwargs)
     built = lower(traced, flat)
     return Prepared(built, build_meta(traced, flat, spec), flat)
 
@@ -75,6 +83,7 @@ def export(
     example_inputs: Any,
     path: str | os.PathLike[str],
     *,
+    kwargs: dict[str, Any] | None = None,
     options: dict[str, Any] | None = None,
     dynamic_axes: dict[str, Any] | None = None,
 ) -> str:
@@ -83,12 +92,17 @@ def export(
     precision ``options`` chose: mixed_precision='bf16' stores bf16 weights), the
     inputs' and outputs' names, dtypes and shapes (``dynamic_axes``,
     ``{argument: {axis: 'name'}}``, makes those axes symbols named so), the options
-    and the torchair version. Run it with ``torchair.load(path)`` or the ``air``
+    and the torchair version. The model is called as ``model(*example_inputs, **kwargs)``,
+    as torch.export calls it: keyword inputs (``kwargs={'input_ids': ids,
+    'attention_mask': mask}``, a Hugging Face model's way) are named in the file by
+    their keyword, come after the positional ones in the order given, and
+    ``dynamic_axes`` names them by keyword too; ``torchair.load``'s callable takes
+    them by the same keywords (or positionally, in the file's order). Run it with ``torchair.load(path)`` or the ``air``
     CLI. The model is traced with ``torch.export`` (non-strict) in its current
     mode: call ``model.eval()`` first. An op torchair cannot compile is an error
     naming it (an exported file cannot fall back to Python). Outputs are the flat
     leaves of the model's output (export/meta.py: FLATTENING). Returns the path."""
-    prepared = prepare(model, example_inputs, options=options, dynamic_axes=dynamic_axes)
+    prepared = prepare(model, example_inputs, kwargs=kwargs, options=options, dynamic_axes=dynamic_axes)
     path = os.fspath(path)
     save(prepared, path)
     return path
