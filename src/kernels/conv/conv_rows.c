@@ -113,7 +113,7 @@ static size_t rows_ws(const k_call *call, int nthreads)
 	const int64_t M = g->N * g->OH * g->OW, K = g->C * g->KH * g->KW;
 	if (M <= 0 || g->O <= 0 || K <= 0)
 		return 0;
-	return k_align64(kwrows_workspace_bytes(M, g->O, K, nthreads)) +
+	return k_align64(kwrows_workspace_bytes(M, g->O, K, nthreads, true)) +
 	       (size_t)(nthreads < 1 ? 1 : nthreads) * gather_bytes(g);
 }
 
@@ -175,9 +175,9 @@ static air_status rows_run(const k_call *call)
 	const int nthreads = rt_pool_size(call->pool);
 	pack_job j = {g, call->in[0].data, kwrows_panels(call->workspace, K, M), NULL, gather_bytes(g), M,
 		      g->KH * g->KW};
-	j.gather = (char *)call->workspace + k_align64(kwrows_workspace_bytes(M, g->O, K, nthreads));
+	j.gather = (char *)call->workspace + k_align64(kwrows_workspace_bytes(M, g->O, K, nthreads, true));
 	rt_pool_run(call->pool, k_cdiv(M, kgemm_tile_cols()) * j.taps, pack_task, &j);
-	kwrows_args a = {M, g->O, K, p->w, p->scale, NULL, NULL, call->out[0].data, c.act};
+	kwrows_args a = {M, g->O, K, p->w, p->scale, NULL, NULL, call->out[0].data, c.act, true};
 	kconv_nhwc_operands(call, &c, &a.bias, &a.res);
 	kwrows_product(&a, call->workspace, call->pool);
 	return AIR_OK;

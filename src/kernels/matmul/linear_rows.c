@@ -61,6 +61,7 @@ typedef struct rows_plan {
 	int64_t rows;   /* weight rows per task: a multiple of the tile rows */
 	int64_t tokens; /* tokens per task: a multiple of the panel width */
 	size_t packed_bytes, slot_bytes, buf_bytes;
+	size_t a_bytes; /* a weight tile packed (pack_w), at the end of a slot */
 } rows_plan;
 
 /* The tile loop for a micro-kernel that prefetches (AVX-512), in place of
@@ -94,7 +95,7 @@ static bool tiles_into_y(int64_t M, int64_t K)
 	return direct_tiles(M, K) && kgemm_active_ukernel()->store_t;
 }
 
-static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
+static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads, bool pack_w)
 {
 	rows_plan p;
 	p.M = M, p.N = N, p.K = K;
@@ -120,7 +121,10 @@ static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
 	p.buf_bytes = tiles_into_y(M, K) ? 0 : k_align64(sizeof(float) * (size_t)(p.rows * p.tokens));
 	/* the blocked GEMM's packing space, for K past the tile loop's reach */
 	const size_t gemm_ws = direct_tiles(M, K) ? 0 : kgemm_packed_workspace_bytes(p.rows, p.tokens, K, 1);
-	p.slot_bytes = p.buf_bytes + k_align64(gemm_ws);
+	p.a_bytes = pack_w && direct_tiles(M, K) && kgemm_active_ukernel()->pack_a
+			    ? k_align64(sizeof(float) * (size_t)(mr * K))
+			    : 0;
+	p.slot_bytes = p.buf_bytes + k_align64(gemm_ws) + p.a_bytes;
 	return p;
 }
 
@@ -158,7 +162,8 @@ static void pack_task(void *ctx, int64_t t, int thread)
  * residual and the activation: no y^T block, no transpose pass (which
  * took 9% of BERT-base's 3072x768 product at 128 tokens). Otherwise it
  * writes the task's y^T block into buf, for gemm_task to transpose. */
-static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, int64_t tokens, float *buf)
+static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, int64_t tokens, float *buf,
+		       float *abuf)
 {
 	const kgemm_ukernel_desc *uk = kgemm_active_ukernel();
 	const int mr = uk->mr, nr = uk->nr;
@@ -191,12 +196,19 @@ static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, 
 				done += te.pf_lines;
 			}
 			const float *xt = kgemm_packed_b_panel(j->xt, m0 + p * nr);
+			const float *a = w;
+			int64_t rs_a = K, cs_a = 1;
+			if (abuf) {
+				if (p == 0)
+					uk->pack_a(m, K, w, K, abuf);
+				a = abuf, rs_a = 1, cs_a = mr;
+			}
 			if (uk->store_t) {
 				const int64_t at = (m0 + p * nr) * N + n0 + i; /* token m0 + p * nr, output n0 + i */
 				te.res = j->res && !j->scale ? j->res + at : NULL;
-				uk->fn(K, w, K, 1, xt, j->y + at, N, m, n, &te);
+				uk->fn(K, a, rs_a, cs_a, xt, j->y + at, N, m, n, &te);
 			} else {
-				uk->fn(K, w, K, 1, xt, buf + i * tokens + p * nr, tokens, m, n, &te);
+				uk->fn(K, a, rs_a, cs_a, xt, buf + i * tokens + p * nr, tokens, m, n, &te);
 			}
 		}
 	}
@@ -234,7 +246,7 @@ static void gemm_task(void *ctx, int64_t t, int thread)
 	float *buf = (float *)slot;
 	float *y = j->y + m0 * p->N + n0;
 	if (direct_tiles(p->M, p->K)) {
-		gemm_tiles(j, n0, rows, m0, tokens, buf);
+		gemm_tiles(j, n0, rows, m0, tokens, buf, p->a_bytes ? (float *)(slot + p->slot_bytes - p->a_bytes) : NULL);
 		if (tiles_into_y(p->M, p->K)) {
 			if (j->scale)
 				scale_block(j, y, n0, rows, m0, tokens);
@@ -298,11 +310,11 @@ static bool rows_supports(const k_call *call)
 	return s->base && !s->row_scale && s->base == call->in[1].data;
 }
 
-size_t kwrows_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
+size_t kwrows_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads, bool pack_w)
 {
 	if (M <= 0 || N <= 0 || K <= 0)
 		return 0;
-	rows_plan p = make_plan(M, N, K, nthreads);
+	rows_plan p = make_plan(M, N, K, nthreads, pack_w);
 	return p.packed_bytes + (size_t)(nthreads < 1 ? 1 : nthreads) * p.slot_bytes;
 }
 
@@ -315,7 +327,7 @@ void kwrows_product(const kwrows_args *a, void *workspace, rt_pool *pool)
 {
 	rows_job j;
 	memset(&j, 0, sizeof j);
-	j.p = make_plan(a->M, a->N, a->K, rt_pool_size(pool));
+	j.p = make_plan(a->M, a->N, a->K, rt_pool_size(pool), a->pack_w);
 	j.w = a->w;
 	j.scale = a->scale;
 	j.bias = a->bias;
@@ -333,7 +345,7 @@ static size_t rows_ws(const k_call *call, int nthreads)
 	dims(call, &M, &N, &K);
 	if (M <= 0 || N <= 0 || K <= 0)
 		return 0;
-	size_t f32 = kwrows_workspace_bytes(M, N, K, nthreads);
+	size_t f32 = kwrows_workspace_bytes(M, N, K, nthreads, false);
 	size_t amx = M >= AMX_MIN_TOKENS ? kamx_workspace_bytes(M, N, K, nthreads) : 0;
 	return amx > f32 ? amx : f32;
 }
@@ -383,7 +395,8 @@ static air_status rows_run(const k_call *call)
 	int64_t panels = k_cdiv(M, kgemm_tile_cols());
 	j.panels_per_task = k_cdiv(panels, 4 * (int64_t)nthreads);
 	rt_pool_run(call->pool, k_cdiv(panels, j.panels_per_task), pack_task, &j);
-	kwrows_args a = {M, N, K, call->in[1].data, NULL, j.bias, j.res, call->out[0].data, (k_act)call->attrs[1].i};
+	kwrows_args a = {M, N, K, call->in[1].data, NULL, j.bias, j.res, call->out[0].data, (k_act)call->attrs[1].i,
+			 false};
 	kwrows_product(&a, call->workspace, call->pool);
 	return AIR_OK;
 }
