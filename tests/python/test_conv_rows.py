@@ -1,7 +1,7 @@
 """Channels-last convs with fewer than 512 output pixels read the module's
 own weight in place (kernels/conv/conv_rows.c, ``conv2d_nhwc_weight_rows``)
 instead of holding a packed copy beside it: ResNet-50 at batch 1, whose
-layer3 and layer4 held 104 MiB of packed weights, holds under 20 MiB, and
+layer3 and layer4 held 104 MiB of packed weights, holds under 40 MiB, and
 still matches eager (SPEC section 4, against fp32 and fp64)."""
 
 from __future__ import annotations
@@ -40,12 +40,14 @@ def test_resnet50_b1_holds_no_packed_conv_weights():
         ref64 = copy.deepcopy(model).double()(*_double(inputs))
     subs = _subgraphs(report)
     text = "\n".join(s.air_report for s in subs)
-    # the 28 convs of layer3 and layer4 with 14x14 and 7x7 outputs (layer3's
-    # first 1x1, at 28x28, re-packs its weight per call instead)
-    assert text.count(ROWS) == 28, text
+    # 23 of the 28 convs of layer3 and layer4 with 14x14 and 7x7 outputs:
+    # layer3's 3x3 stride-1 convs stay with Winograd (49 tiles), and its
+    # first 1x1, at 28x28, re-packs its weight per call
+    assert text.count(ROWS) == 23, text
     held = sum(s.model.memory()["weight_bytes"] for s in subs)
-    # main held about 104 MiB more: a packed copy of each of those convs
-    assert held < 20 * 2**20, (held, text)
+    # main held 116 MiB: a packed copy of each of those convs besides
+    # Winograd's 5 x 4 MiB and the classifier's 8 MiB
+    assert held < 40 * 2**20, (held, text)
     ok, detail = check_accuracy(out, ref32, ref64)
     assert ok, detail
 
