@@ -10,6 +10,7 @@
 #include "kernels/conv/conv_backward.h"
 #include "kernels/conv/conv_narrow.h"
 #include "kernels/conv/conv_nhwc.h"
+#include "kernels/conv/conv_rows.h"
 #include "kernels/conv/conv_patches.h"
 #include "kernels/elementwise/act_backward.h"
 #include "kernels/elementwise/cast_half.h"
@@ -41,7 +42,7 @@ static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
 static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, NULL};
 static const k_kernel *const sdpa_backward[] = {&kfast_sdpa_backward_flash, NULL};
 static const k_kernel *const conv2d_nhwc[] = {&kfast_conv2d_nhwc_lowp_1x1, &kfast_conv2d_nhwc_lowp_im2col,
-						&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_1x1,
+						&kfast_conv2d_nhwc_depthwise, &kfast_conv2d_nhwc_rows, &kfast_conv2d_nhwc_1x1,
 						&kfast_conv2d_nhwc_winograd, &kfast_conv2d_nhwc_implicit,
 						&kfast_conv2d_nhwc_im2col, NULL};
 static const k_kernel *const conv2d_backward_input[] = {&kfast_conv2d_backward_input_gemm, NULL};
@@ -153,5 +154,5 @@ bool kreg_prepared_replaces_input(const k_kernel *k, int input)
 	       k == &kfast_conv2d_nhwc_implicit || k == &kfast_conv2d_implicit_nchw ||
 	       k == &kfast_conv2d_im2col_channels_last ||
 	       k == &kfast_conv2d_nhwc_winograd || k == &kfast_conv2d_nhwc_depthwise || k == &kfast_conv2d_1x1_t ||
-	       k == &kfast_conv2d_nhwc_lowp_im2col;
+	       k == &kfast_conv2d_nhwc_lowp_im2col || k == &kfast_conv2d_nhwc_rows;
 }

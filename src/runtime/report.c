@@ -12,6 +12,7 @@
 #include "kernels/common/cpu.h"
 #include "kernels/common/epilogue.h"
 #include "kernels/conv/conv_nhwc.h"
+#include "kernels/conv/conv_rows.h"
 #include "kernels/elementwise/fused_ref.h"
 #include "kernels/elementwise/fused_dag_ref.h"
 #include "kernels/gemm/gemm.h"
@@ -216,6 +217,8 @@ static size_t prepared_bytes(const air_model *m, const rt_step *st, int *estimat
 	    st->kernel == &kfast_conv2d_im2col_channels_last ||
 	    st->kernel == &kfast_conv2d_1x1_t)
 		return kconv_nhwc_prepared_bytes(st->prepared, source);
+	if (st->kernel == &kfast_conv2d_nhwc_rows)
+		return kconv_rows_prepared_bytes(st->prepared, source);
 	if (st->kernel == &kfast_conv2d_nhwc_lowp_im2col)
 		return kconv_lowp_prepared_bytes(st->prepared);
 	if (st->kernel == &kfast_conv2d_nhwc_winograd)

@@ -61,6 +61,7 @@ typedef struct rows_plan {
 	int64_t rows;   /* weight rows per task: a multiple of the tile rows */
 	int64_t tokens; /* tokens per task: a multiple of the panel width */
 	size_t packed_bytes, slot_bytes, buf_bytes;
+	size_t a_bytes; /* a weight tile packed (pack_w), at the end of a slot */
 } rows_plan;
 
 /* The tile loop for a micro-kernel that prefetches (AVX-512), in place of
@@ -94,7 +95,7 @@ static bool tiles_into_y(int64_t M, int64_t K)
 	return direct_tiles(M, K) && kgemm_active_ukernel()->store_t;
 }
 
-static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
+static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads, bool pack_w)
 {
 	rows_plan p;
 	p.M = M, p.N = N, p.K = K;
@@ -120,13 +121,17 @@ static rows_plan make_plan(int64_t M, int64_t N, int64_t K, int nthreads)
 	p.buf_bytes = tiles_into_y(M, K) ? 0 : k_align64(sizeof(float) * (size_t)(p.rows * p.tokens));
 	/* the blocked GEMM's packing space, for K past the tile loop's reach */
 	const size_t gemm_ws = direct_tiles(M, K) ? 0 : kgemm_packed_workspace_bytes(p.rows, p.tokens, K, 1);
-	p.slot_bytes = p.buf_bytes + k_align64(gemm_ws);
+	p.a_bytes = pack_w && direct_tiles(M, K) && kgemm_active_ukernel()->pack_a
+			    ? k_align64(sizeof(float) * (size_t)(mr * K))
+			    : 0;
+	p.slot_bytes = p.buf_bytes + k_align64(gemm_ws) + p.a_bytes;
 	return p;
 }
 
 typedef struct rows_job {
 	rows_plan p;
 	const float *x, *w, *bias, *res;
+	const float *scale; /* per weight row (output), or NULL */
 	float *y;
 	k_act act;
 	kgemm_packed_b *xt;
@@ -157,7 +162,8 @@ static void pack_task(void *ctx, int64_t t, int thread)
  * residual and the activation: no y^T block, no transpose pass (which
  * took 9% of BERT-base's 3072x768 product at 128 tokens). Otherwise it
  * writes the task's y^T block into buf, for gemm_task to transpose. */
-static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, int64_t tokens, float *buf)
+static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, int64_t tokens, float *buf,
+		       float *abuf)
 {
 	const kgemm_ukernel_desc *uk = kgemm_active_ukernel();
 	const int mr = uk->mr, nr = uk->nr;
@@ -166,7 +172,9 @@ static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, 
 	te.alpha = 1.0f;
 	/* a panel (K x nr, past L1 for K > 384) is read once per call */
 	te.flags = KGEMM_TILE_FIRST | KGEMM_TILE_LAST | KGEMM_TILE_STREAM_B;
-	te.act = j->res && !uk->store_t ? K_ACT_NONE : j->act;
+	/* with a row scale the tiles are the bare products: scale_block
+	 * applies the epilogue after them */
+	te.act = (j->res && !uk->store_t) || j->scale ? K_ACT_NONE : j->act;
 	if (uk->store_t) {
 		te.flags |= KGEMM_TILE_STORE_T;
 		te.ld_res = N;
@@ -174,7 +182,7 @@ static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, 
 	for (int64_t i = 0; i < rows; i += mr) {
 		const int m = (int)k_min64(mr, rows - i);
 		const float *w = j->w + (n0 + i) * K;
-		te.bias_m = j->bias ? j->bias + n0 + i : NULL;
+		te.bias_m = j->bias && !j->scale ? j->bias + n0 + i : NULL;
 		/* the kernel takes at most kc / 4 lines a call */
 		const int64_t lines = k_cdiv(k_min64(mr, rows - i - m) * K * (int64_t)sizeof(float), 64);
 		const int64_t share = k_min64(k_cdiv(lines, npanels), K / 4);
@@ -188,14 +196,42 @@ static void gemm_tiles(const rows_job *j, int64_t n0, int64_t rows, int64_t m0, 
 				done += te.pf_lines;
 			}
 			const float *xt = kgemm_packed_b_panel(j->xt, m0 + p * nr);
+			const float *a = w;
+			int64_t rs_a = K, cs_a = 1;
+			if (abuf) {
+				if (p == 0)
+					uk->pack_a(m, K, w, K, abuf);
+				a = abuf, rs_a = 1, cs_a = mr;
+			}
 			if (uk->store_t) {
 				const int64_t at = (m0 + p * nr) * N + n0 + i; /* token m0 + p * nr, output n0 + i */
-				te.res = j->res ? j->res + at : NULL;
-				uk->fn(K, w, K, 1, xt, j->y + at, N, m, n, &te);
+				te.res = j->res && !j->scale ? j->res + at : NULL;
+				uk->fn(K, a, rs_a, cs_a, xt, j->y + at, N, m, n, &te);
 			} else {
-				uk->fn(K, w, K, 1, xt, buf + i * tokens + p * nr, tokens, m, n, &te);
+				uk->fn(K, a, rs_a, cs_a, xt, buf + i * tokens + p * nr, tokens, m, n, &te);
 			}
 		}
+	}
+}
+
+/* With a row scale (conv_rows.c: a folded batch norm's, applied here
+ * rather than to a copy of the weight), the task's block of y holds the
+ * bare products, still in cache: y = act(scale * y + residual + bias),
+ * output channels contiguous along each token's row. */
+static void scale_block(const rows_job *j, float *y, int64_t n0, int64_t rows, int64_t m0, int64_t tokens)
+{
+	const int64_t N = j->p.N;
+	const float *s = j->scale + n0, *b = j->bias ? j->bias + n0 : NULL;
+	for (int64_t m = 0; m < tokens; m++) {
+		float *row = y + m * N;
+		const float *r = j->res ? j->res + (m0 + m) * N + n0 : NULL;
+		if (r)
+			for (int64_t i = 0; i < rows; i++)
+				row[i] = s[i] * row[i] + r[i];
+		else
+			for (int64_t i = 0; i < rows; i++)
+				row[i] = s[i] * row[i];
+		kgemm_epilogue_row(row, b, rows, j->act);
 	}
 }
 
@@ -208,18 +244,26 @@ static void gemm_task(void *ctx, int64_t t, int thread)
 	int64_t rows = k_min64(p->rows, p->N - n0), tokens = k_min64(p->tokens, p->M - m0);
 	char *slot = j->slots + (size_t)thread * p->slot_bytes;
 	float *buf = (float *)slot;
+	float *y = j->y + m0 * p->N + n0;
 	if (direct_tiles(p->M, p->K)) {
-		gemm_tiles(j, n0, rows, m0, tokens, buf);
-		if (tiles_into_y(p->M, p->K))
+		gemm_tiles(j, n0, rows, m0, tokens, buf, p->a_bytes ? (float *)(slot + p->slot_bytes - p->a_bytes) : NULL);
+		if (tiles_into_y(p->M, p->K)) {
+			if (j->scale)
+				scale_block(j, y, n0, rows, m0, tokens);
 			return;
+		}
 	} else {
 		k_epilogue ep = k_epilogue_none();
-		ep.bias_m = j->bias ? j->bias + n0 : NULL;
-		ep.act = j->res ? K_ACT_NONE : j->act;
+		ep.bias_m = j->bias && !j->scale ? j->bias + n0 : NULL;
+		ep.act = j->res || j->scale ? K_ACT_NONE : j->act;
 		kgemm_f32_packed_cols(rows, tokens, p->K, j->w + n0 * p->K, p->K, 1, j->xt, m0, buf, tokens, &ep,
 				      NULL, slot + p->buf_bytes);
 	}
-	float *y = j->y + m0 * p->N + n0;
+	if (j->scale) {
+		ktranspose(buf, tokens, y, p->N, rows, tokens);
+		scale_block(j, y, n0, rows, m0, tokens);
+		return;
+	}
 	if (!j->res) {
 		ktranspose(buf, tokens, y, p->N, rows, tokens);
 		return;
@@ -266,14 +310,42 @@ static bool rows_supports(const k_call *call)
 	return s->base && !s->row_scale && s->base == call->in[1].data;
 }
 
+size_t kwrows_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads, bool pack_w)
+{
+	if (M <= 0 || N <= 0 || K <= 0)
+		return 0;
+	rows_plan p = make_plan(M, N, K, nthreads, pack_w);
+	return p.packed_bytes + (size_t)(nthreads < 1 ? 1 : nthreads) * p.slot_bytes;
+}
+
+kgemm_packed_b *kwrows_panels(void *workspace, int64_t K, int64_t M)
+{
+	return kgemm_packed_b_init(workspace, K, M);
+}
+
+void kwrows_product(const kwrows_args *a, void *workspace, rt_pool *pool)
+{
+	rows_job j;
+	memset(&j, 0, sizeof j);
+	j.p = make_plan(a->M, a->N, a->K, rt_pool_size(pool), a->pack_w);
+	j.w = a->w;
+	j.scale = a->scale;
+	j.bias = a->bias;
+	j.res = a->res;
+	j.y = a->y;
+	j.act = a->act;
+	j.xt = (kgemm_packed_b *)workspace; /* kwrows_panels put it there */
+	j.slots = (char *)workspace + j.p.packed_bytes;
+	rt_pool_run(pool, k_cdiv(a->N, j.p.rows) * k_cdiv(a->M, j.p.tokens), gemm_task, &j);
+}
+
 static size_t rows_ws(const k_call *call, int nthreads)
 {
 	int64_t M, N, K;
 	dims(call, &M, &N, &K);
 	if (M <= 0 || N <= 0 || K <= 0)
 		return 0;
-	rows_plan p = make_plan(M, N, K, nthreads);
-	size_t f32 = p.packed_bytes + (size_t)(nthreads < 1 ? 1 : nthreads) * p.slot_bytes;
+	size_t f32 = kwrows_workspace_bytes(M, N, K, nthreads, false);
 	size_t amx = M >= AMX_MIN_TOKENS ? kamx_workspace_bytes(M, N, K, nthreads) : 0;
 	return amx > f32 ? amx : f32;
 }
@@ -317,17 +389,15 @@ static air_status rows_run(const k_call *call)
 				 call->workspace) == M)
 			return AIR_OK;
 	}
-	j.p = make_plan(M, N, K, nthreads);
+	j.p.M = M, j.p.K = K;
 	j.x = call->in[0].data;
-	j.w = call->in[1].data;
-	j.y = call->out[0].data;
-	j.act = (k_act)call->attrs[1].i;
-	j.xt = kgemm_packed_b_init(call->workspace, K, M);
-	j.slots = (char *)call->workspace + j.p.packed_bytes;
+	j.xt = kwrows_panels(call->workspace, K, M);
 	int64_t panels = k_cdiv(M, kgemm_tile_cols());
 	j.panels_per_task = k_cdiv(panels, 4 * (int64_t)nthreads);
 	rt_pool_run(call->pool, k_cdiv(panels, j.panels_per_task), pack_task, &j);
-	rt_pool_run(call->pool, k_cdiv(N, j.p.rows) * k_cdiv(M, j.p.tokens), gemm_task, &j);
+	kwrows_args a = {M, N, K, call->in[1].data, NULL, j.bias, j.res, call->out[0].data, (k_act)call->attrs[1].i,
+			 false};
+	kwrows_product(&a, call->workspace, call->pool);
 	return AIR_OK;
 }
 
