@@ -1,0 +1,224 @@
+"""PT2E static int8 (torchao's ``prepare_pt2e`` / ``convert_pt2e``, X86InductorQuantizer): the
+graph holds ``quantized_decomposed`` quantize/dequantize ops around the float products.
+
+Every such op lowers on its own, as torch computes it (so any PT2E graph compiles):
+- ``quantize_per_tensor``: ``clamp(round(x * (1 / scale)) + zp, qmin, qmax)`` cast to u8/i8;
+  ``round`` is half to even, as torch.round;
+- ``dequantize_per_tensor`` / ``dequantize_per_channel``: ``(q - zp) * scale``, deferred
+  (Lowerer.lazy): a dequantized weight that only an int8 product reads is never made, and a
+  frozen one that something else reads is dequantized once, in torch, as a constant.
+
+The product pattern ``linear(dq(q_x u8), dq_per_channel(W s8))`` (aot_autograd's
+``addmm(b, x, t(W))`` / ``mm(x, t(W))``, through lowp.py's deferred transpose) becomes
+libair's ``linear_u8s8``: u8 activations times the s8 weight in s32, packed once at compile
+time (kernels/gemm_q/gemm_u8s8.h), dequantized in the epilogue with the bias; a relu that is
+the product's only user and a u8 quantize that is the next one's are fused too (requantized in
+the epilogue, so the f32 result is never written). The weight must be per output channel with
+zero points 0 (the quantizer's symmetric weights) and the activation u8 per tensor; anything
+else lowers through the generic ops above."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.fx import Node
+
+from torchair.lowering.core import LAZY, Lowerer, Unsupported, Value, aten, lowers, meta, out_val
+
+qd = torch.ops.quantized_decomposed
+QUANT_DTYPES = {torch.uint8: (0, 255), torch.int8: (-128, 127)}
+
+
+@dataclass
+class PT2EWeight:
+    """A frozen per-channel s8 weight [N, K] of a linear, with its f32 scales, as
+    linear_u8s8 reads them."""
+
+    q: Value
+    scales: Value
+    n: int
+    k: int
+
+
+def _qparams(n: Node) -> tuple[float, int, int, int, torch.dtype]:
+    scale, zp, qmin, qmax, dtype = n.args[1:6]
+    if not isinstance(scale, (int, float)) or not isinstance(zp, int):
+        raise Unsupported(f"{n.name}: scale and zero point must be numbers")
+    if dtype not in QUANT_DTYPES or not (QUANT_DTYPES[dtype][0] <= qmin <= qmax <= QUANT_DTYPES[dtype][1]):
+        raise Unsupported(f"{n.name}: quantized dtype {dtype} [{qmin}, {qmax}] is not u8 or s8")
+    return float(scale), zp, int(qmin), int(qmax), dtype
+
+
+def _f32_in(n: Node) -> None:
+    x = meta(n.args[0])
+    if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise Unsupported(f"{n.name}: quantizes a {getattr(x, 'dtype', None)} tensor")
+
+
+@lowers(qd.quantize_per_tensor.default)
+def _quantize_per_tensor(L: Lowerer, n: Node) -> Value:
+    scale, zp, qmin, qmax, dtype = _qparams(n)
+    _f32_in(n)
+    x = L.cast(L.value(n.args[0]), torch.float32)
+    # torch: input * (1.0 / scale), the inverse a Python float rounded to f32 by the product
+    t = L.node("round", [L.node("mul", [x, L.scalar(1.0 / scale, torch.float32)])])
+    t = L.node("add", [t, L.scalar(float(zp), torch.float32)])
+    t = L.node("clamp", [t], {"min": float(qmin), "max": float(qmax), "has_min": 1, "has_max": 1})
+    return L.cast(t, dtype)
+
+
+def _dq_tensor(L: Lowerer, n: Node) -> Value:
+    scale, zp, _, _, _ = _qparams(n)
+    q = L.cast(L.value(n.args[0]), torch.float32)
+    t = L.node("sub", [q, L.scalar(float(zp), torch.float32)])
+    return L.node("mul", [t, L.scalar(scale, torch.float32)])
+
+
+@lowers(qd.dequantize_per_tensor.default)
+def _dequantize_per_tensor(L: Lowerer, n: Node) -> Any:
+    _, _, _, _, dtype = _qparams(n)
+    src = meta(n.args[0])
+    if not isinstance(src, torch.Tensor) or src.dtype != dtype:
+        raise Unsupported(f"{n.name}: input is not {dtype}")
+    if n.kwargs.get("out_dtype") not in (None, torch.float32):
+        raise Unsupported(f"{n.name}: out_dtype {n.kwargs['out_dtype']}")
+    L.lazy[n] = lambda: _dq_tensor(L, n)
+    return LAZY
+
+
+def _channel_args(n: Node) -> tuple[Node, Node, Any, int]:
+    w, scales, zps, axis = n.args[:4]
+    dtype = n.args[6]
+    wv = meta(w)
+    if not isinstance(wv, torch.Tensor) or dtype not in QUANT_DTYPES or wv.dtype != dtype:
+        raise Unsupported(f"{n.name}: the weight is not {dtype}")
+    if not isinstance(scales, Node) or not isinstance(meta(scales), torch.Tensor):
+        raise Unsupported(f"{n.name}: scales must be a tensor")
+    if n.kwargs.get("out_dtype") not in (None, torch.float32):
+        raise Unsupported(f"{n.name}: out_dtype {n.kwargs['out_dtype']}")
+    return w, scales, zps, axis % wv.dim()
+
+
+def _dq_channel(L: Lowerer, n: Node) -> Value:
+    w, scales, zps, axis = _channel_args(n)
+    consts = [L.const_tensors.get(a) if isinstance(a, Node) else a for a in (w, scales, zps)]
+    if all(c is not None for c in consts[:2]) and (zps is None or consts[2] is not None):
+        # a frozen weight: dequantized once, by torch itself
+        with torch.no_grad():
+            t = qd.dequantize_per_channel.default(consts[0], consts[1], consts[2], axis, *n.args[4:7])
+        return L.add_constant(t.contiguous())
+    rank = meta(w).dim()
+    shape = [1] * rank
+    shape[axis] = meta(w).shape[axis]
+    dims = L.dims(shape)
+    t = L.cast(L.value(w), torch.float32)
+    if zps is not None:
+        z = L.node("reshape", [L.cast(L.value(zps), torch.float32)], {"shape": dims})
+        t = L.node("sub", [t, z])
+    s = L.node("reshape", [L.cast(L.value(scales), torch.float32)], {"shape": dims})
+    return L.node("mul", [t, s])
+
+
+@lowers(qd.dequantize_per_channel.default)
+def _dequantize_per_channel(L: Lowerer, n: Node) -> Any:
+    _, _, zps, _ = _channel_args(n)
+    if zps is not None and not isinstance(zps, Node):
+        raise Unsupported(f"{n.name}: zero points must be a tensor")
+    L.lazy[n] = lambda: _dq_channel(L, n)
+    return LAZY
+
+
+# ---- the int8 product ---------------------------------------------------------------------
+
+
+def pt2e_weight(L: Lowerer, src: Any) -> PT2EWeight | None:
+    """src's s8 weight when src is dequantize_per_channel of a frozen 2-D s8 weight over its
+    rows, with frozen scales and zero points all 0; else None."""
+    if not isinstance(src, Node) or src.target is not qd.dequantize_per_channel.default:
+        return None
+    try:
+        w, scales, zps, axis = _channel_args(src)
+    except Unsupported:
+        return None
+    wt, st = L.const_tensors.get(w), L.const_tensors.get(scales)
+    zt = L.const_tensors.get(zps) if isinstance(zps, Node) else None
+    if wt is None or st is None or wt.dtype != torch.int8 or wt.dim() != 2 or axis != 0:
+        return None
+    if zps is not None and (zt is None or bool((zt != 0).any())):
+        return None
+    if st.dim() != 1 or st.shape[0] != wt.shape[0] or not bool((st > 0).all()):
+        return None
+    cache: dict[Node, PT2EWeight] = L.__dict__.setdefault("_pt2e_cache", {})
+    if src not in cache:
+        q = L.value(w)  # borrowed: the packed copy is made once by the kernel
+        s = L.add_constant(st.to(torch.float32).contiguous())
+        cache[src] = PT2EWeight(q, s, int(wt.shape[0]), int(wt.shape[1]))
+    return cache[src]
+
+
+def _single_user(n: Node) -> Node | None:
+    users = list(n.users)
+    return users[0] if len(users) == 1 else None
+
+
+def _product_node(x: Any, wt: Node, bias: Any) -> Node | None:
+    for u in wt.users:
+        if u.target == aten.addmm.default and bias is not None and u.args[:3] == (bias, x, wt):
+            return u
+        if u.target == aten.mm.default and bias is None and u.args[:2] == (x, wt):
+            return u
+    return None
+
+
+def pt2e_linear(L: Lowerer, x: Any, wt: Node, w: PT2EWeight, bias: Any = None) -> Value | None:
+    """linear_u8s8 for mm/addmm(x, t(W)) when x is a u8 per-tensor dequantize (seen through a
+    view that flattens the leading dims) and the bias a 1-D f32 tensor; None otherwise (the
+    caller lowers the product on f32, the dequantized weight then made)."""
+    dq = x
+    while isinstance(dq, Node) and dq.target in (aten.view.default, aten._unsafe_view.default, aten.reshape.default):
+        dq = dq.args[0]
+    if not isinstance(dq, Node) or dq.target is not qd.dequantize_per_tensor.default:
+        return None
+    scale, zp, _, _, dtype = _qparams(dq)
+    src = meta(dq.args[0])
+    if dtype != torch.uint8 or not isinstance(src, torch.Tensor) or src.dtype != torch.uint8:
+        return None
+    if src.dim() < 1 or src.shape[-1] != w.k:
+        return None
+    prod = _product_node(x, wt, bias)
+    if prod is None:
+        return None
+    attrs: dict[str, Any] = {"x_scale": scale, "x_zp": zp}
+    inputs = [L.value(dq.args[0]), w.q, w.scales]
+    if bias is not None:
+        bv = meta(bias)
+        if not isinstance(bv, torch.Tensor) or bv.dim() != 1 or bv.dtype != torch.float32:
+            return None
+        inputs.append(L.value(bias))
+    attrs["has_bias"] = int(bias is not None)
+    # the epilogue: a relu, then a u8 quantize, each the only user of what it reads
+    last, fused = prod, []
+    nxt = _single_user(last)
+    if nxt is not None and nxt.target == aten.relu.default:
+        attrs["relu"] = 1
+        last = nxt
+        fused.append(nxt)
+        nxt = _single_user(last)
+    if nxt is not None and nxt.target is qd.quantize_per_tensor.default:
+        try:
+            oscale, ozp, qmin, qmax, odtype = _qparams(nxt)
+        except Unsupported:
+            odtype = None
+        if odtype == torch.uint8 and (qmin, qmax) == (0, 255) and 0 <= ozp <= 255:
+            attrs.update(out_u8=1, out_inv_scale=1.0 / oscale, out_zp=ozp)
+            last = nxt
+            fused.append(nxt)
+    out = L.node("linear_u8s8", inputs, attrs)
+    shape = out_val(last).shape
+    if len(L.shape_of(out)) != len(shape):
+        out = L.node("reshape", [out], {"shape": L.dims(shape)})
+    for f in fused:  # lowered here: the compiler skips them
+        L.env[f] = out
+    return out
