@@ -33,6 +33,7 @@ from torchair.lowering.core import LAZY, Lowerer, air_dtype, Unsupported, Value,
 QPT = "quantized_decomposed.quantize_per_tensor.default"
 DQPT = "quantized_decomposed.dequantize_per_tensor.default"
 DQPC = "quantized_decomposed.dequantize_per_channel.default"
+VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
 QUANT_DTYPES = {torch.uint8: (0, 255), torch.int8: (-128, 127)}
 
 
@@ -184,7 +185,7 @@ def pt2e_linear(L: Lowerer, x: Any, wt: Node, w: PT2EWeight, bias: Any = None) -
     view that flattens the leading dims) and the bias a 1-D f32 tensor; None otherwise (the
     caller lowers the product on f32, the dequantized weight then made)."""
     dq = x
-    while isinstance(dq, Node) and dq.target in (aten.view.default, aten._unsafe_view.default, aten.reshape.default):
+    while isinstance(dq, Node) and dq.target in VIEWS:
         dq = dq.args[0]
     if not _is(dq, DQPT):
         return None
@@ -205,9 +206,14 @@ def pt2e_linear(L: Lowerer, x: Any, wt: Node, w: PT2EWeight, bias: Any = None) -
             return None
         inputs.append(L.value(bias))
     attrs["has_bias"] = int(bias is not None)
-    # the epilogue: a relu, then a u8 quantize, each the only user of what it reads
+    # the epilogue: a relu, then a u8 quantize, each the only user of what it reads (after the
+    # view that gives a 3-D input's product back its leading dims)
     last, fused = prod, []
     nxt = _single_user(last)
+    if nxt is not None and nxt.target in VIEWS and out_val(nxt).shape[-1] == w.n:
+        last = nxt
+        fused.append(nxt)
+        nxt = _single_user(last)
     if nxt is not None and nxt.target == aten.relu.default:
         attrs["relu"] = 1
         last = nxt
@@ -224,7 +230,7 @@ def pt2e_linear(L: Lowerer, x: Any, wt: Node, w: PT2EWeight, bias: Any = None) -
             fused.append(nxt)
     out = L.node("linear_u8s8", inputs, attrs)
     shape = out_val(last).shape
-    if len(L.shape_of(out)) != len(shape):
+    if list(L.shape_of(out)) != list(shape):  # a reshape is an alias: free
         out = L.node("reshape", [out], {"shape": L.dims(shape)})
     for f in fused:  # lowered here: the compiler skips them
         L.env[f] = out
