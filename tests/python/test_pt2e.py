@@ -80,6 +80,8 @@ def test_pt2e_model_compiles_without_fallback_and_matches_eager(model_cls, shape
     steps = _steps(reports)
     n_linear = sum(isinstance(m, nn.Linear) for m in model.modules())
     assert steps.count("linear_u8s8") == n_linear, steps
+    n_conv = sum(isinstance(m, nn.Conv2d) for m in model.modules())
+    assert steps.count("conv2d_u8s8") == n_conv, steps
     assert "quantize" in steps
 
 
@@ -151,3 +153,54 @@ def test_quantize_equals_torch_bit_for_bit():
     assert "quantize" in _steps(reports)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and torch.equal(g, w)
+
+
+class QConv(nn.Module):
+    """dq(q(x)) -> conv2d(dq_per_channel(W)) [-> relu] [-> q], as convert_pt2e writes it."""
+
+    def __init__(self, c: int, o: int, k: int, stride: int, padding: int, dilation: int, relu: bool,
+                 out: tuple[float, int] | None) -> None:
+        super().__init__()
+        w = torch.randn(o, c, k, k)
+        ws = w.abs().amax((1, 2, 3)) / 127
+        self.register_buffer("wq", torch.clamp(torch.round(w / ws[:, None, None, None]), -128, 127).to(torch.int8))
+        self.register_buffer("ws", ws)
+        self.register_buffer("wz", torch.zeros(o, dtype=torch.int64))
+        self.register_buffer("b", torch.randn(o) * 0.1)
+        self.args = (stride, padding, dilation)
+        self.relu, self.out = relu, out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xq = qd.quantize_per_tensor.default(x, 0.03, 77, 0, 255, torch.uint8)
+        xd = qd.dequantize_per_tensor.default(xq, 0.03, 77, 0, 255, torch.uint8)
+        wd = qd.dequantize_per_channel.default(self.wq, self.ws, self.wz, 0, -128, 127, torch.int8)
+        s, p, d = self.args
+        y = torch.nn.functional.conv2d(xd, wd, self.b, s, p, d)
+        if self.relu:
+            y = torch.relu(y)
+        if self.out is not None:
+            y = qd.quantize_per_tensor.default(y, self.out[0], self.out[1], 0, 255, torch.uint8)
+        return y
+
+
+@pytest.mark.parametrize("k,stride,padding,dilation", [(3, 1, 1, 1), (3, 2, 0, 1), (1, 1, 0, 1), (5, 2, 3, 2)])
+@pytest.mark.parametrize("relu,out", [(True, (0.05, 0)), (False, None)])
+def test_int8_conv_against_eager(k, stride, padding, dilation, relu, out):
+    torch.ao.quantization.fx._decomposed  # noqa: B018
+    torch.manual_seed(2)
+    m = QConv(5, 19, k, stride, padding, dilation, relu, out).eval()
+    compiled, reports = compile_recording(m)
+    with torch.no_grad():
+        x = torch.randn(2, 5, 13, 11) * 2  # padded taps read the zero point 77
+        got, want = compiled(x), m(x)
+    assert fallbacks(reports) == []
+    steps = _steps(reports)
+    assert "conv2d_u8s8" in steps, steps
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if out is None:
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    else:
+        assert steps.count("quantize") == 1, steps
+        d = (got.int() - want.int()).abs()
+        assert d.max().item() <= 1
+        assert (d == 0).float().mean().item() >= 0.99

@@ -9,9 +9,10 @@ Every such op lowers on its own, as torch computes it (so any PT2E graph compile
   (Lowerer.lazy): a dequantized weight that only an int8 product reads is never made, and a
   frozen one that something else reads is dequantized once, in torch, as a constant.
 
-The product pattern ``linear(dq(q_x u8), dq_per_channel(W s8))`` (aot_autograd's
+The product patterns ``linear(dq(q_x u8), dq_per_channel(W s8))`` (aot_autograd's
 ``addmm(b, x, t(W))`` / ``mm(x, t(W))``, through lowp.py's deferred transpose) becomes
-libair's ``linear_u8s8``: u8 activations times the s8 weight in s32, packed once at compile
+libair's ``linear_u8s8``, and ``convolution(dq(q_x u8), dq_per_channel(W s8))`` of one group
+``conv2d_u8s8`` (u8 im2col rows on the same product): u8 activations times the s8 weight in s32, packed once at compile
 time (kernels/gemm_q/gemm_u8s8.h), dequantized in the epilogue with the bias; a relu that is
 the product's only user and a u8 quantize that is the next one's are fused too (requantized in
 the epilogue, so the f32 result is never written). The weight must be per output channel with
@@ -144,6 +145,16 @@ def _dequantize_per_channel(L: Lowerer, n: Node) -> Any:
 def pt2e_weight(L: Lowerer, src: Any) -> PT2EWeight | None:
     """src's s8 weight when src is dequantize_per_channel of a frozen 2-D s8 weight over its
     rows, with frozen scales and zero points all 0; else None."""
+    got = _channel_weight(L, src, 2)
+    if got is None:
+        return None
+    wt = L.const_tensors[src.args[0]]
+    return PT2EWeight(got[0], got[1], int(wt.shape[0]), int(wt.shape[1]))
+
+
+def _channel_weight(L: Lowerer, src: Node, rank: int) -> tuple[Value, Value] | None:
+    """(the s8 weight, its f32 scales) of dequantize_per_channel src over axis 0 of a frozen
+    s8 weight of this rank, frozen scales > 0 and zero points all 0; else None."""
     if not _is(src, DQPC):
         return None
     try:
@@ -152,17 +163,16 @@ def pt2e_weight(L: Lowerer, src: Any) -> PT2EWeight | None:
         return None
     wt, st = L.const_tensors.get(w), L.const_tensors.get(scales)
     zt = L.const_tensors.get(zps) if isinstance(zps, Node) else None
-    if wt is None or st is None or wt.dtype != torch.int8 or wt.dim() != 2 or axis != 0:
+    if wt is None or st is None or wt.dtype != torch.int8 or wt.dim() != rank or axis != 0:
         return None
     if zps is not None and (zt is None or bool((zt != 0).any())):
         return None
     if st.dim() != 1 or st.shape[0] != wt.shape[0] or not bool((st > 0).all()):
         return None
-    cache: dict[Node, PT2EWeight] = L.__dict__.setdefault("_pt2e_cache", {})
+    cache: dict[Node, tuple[Value, Value]] = L.__dict__.setdefault("_pt2e_cache", {})
     if src not in cache:
-        q = L.value(w)  # borrowed: the packed copy is made once by the kernel
-        s = L.add_constant(st.to(torch.float32).contiguous())
-        cache[src] = PT2EWeight(q, s, int(wt.shape[0]), int(wt.shape[1]))
+        # the s8 weight borrowed: the packed copy is made once by the kernel
+        cache[src] = (L.value(w), L.add_constant(st.to(torch.float32).contiguous()))
     return cache[src]
 
 
@@ -180,37 +190,13 @@ def _product_node(x: Any, wt: Node, bias: Any) -> Node | None:
     return None
 
 
-def pt2e_linear(L: Lowerer, x: Any, wt: Node, w: PT2EWeight, bias: Any = None) -> Value | None:
-    """linear_u8s8 for mm/addmm(x, t(W)) when x is a u8 per-tensor dequantize (seen through a
-    view that flattens the leading dims) and the bias a 1-D f32 tensor; None otherwise (the
-    caller lowers the product on f32, the dequantized weight then made)."""
-    dq = x
-    while isinstance(dq, Node) and dq.target in VIEWS:
-        dq = dq.args[0]
-    if not _is(dq, DQPT):
-        return None
-    scale, zp, _, _, dtype = _qparams(dq)
-    src = meta(dq.args[0])
-    if dtype != torch.uint8 or not isinstance(src, torch.Tensor) or src.dtype != torch.uint8:
-        return None
-    if src.dim() < 1 or src.shape[-1] != w.k:
-        return None
-    prod = _product_node(x, wt, bias)
-    if prod is None:
-        return None
-    attrs: dict[str, Any] = {"x_scale": scale, "x_zp": zp}
-    inputs = [L.value(dq.args[0]), w.q, w.scales]
-    if bias is not None:
-        bv = meta(bias)
-        if not isinstance(bv, torch.Tensor) or bv.dim() != 1 or bv.dtype != torch.float32:
-            return None
-        inputs.append(L.value(bias))
-    attrs["has_bias"] = int(bias is not None)
-    # the epilogue: a relu, then a u8 quantize, each the only user of what it reads (after the
-    # view that gives a 3-D input's product back its leading dims)
+def _epilogue(prod: Node, n_out: int, attrs: dict[str, Any]) -> tuple[Node, list[Node]]:
+    """What the product's epilogue takes over: a relu, then a u8 quantize, each the only user of
+    what it reads (after the view that gives a 3-D input's product back its leading dims);
+    attrs gets relu / out_u8 for them. (last node taken, the nodes taken)."""
     last, fused = prod, []
     nxt = _single_user(last)
-    if nxt is not None and nxt.target in VIEWS and out_val(nxt).shape[-1] == w.n:
+    if nxt is not None and nxt.target in VIEWS and out_val(nxt).shape[-1] == n_out:
         last = nxt
         fused.append(nxt)
         nxt = _single_user(last)
@@ -228,10 +214,89 @@ def pt2e_linear(L: Lowerer, x: Any, wt: Node, w: PT2EWeight, bias: Any = None) -
             attrs.update(out_u8=1, out_inv_scale=1.0 / oscale, out_zp=ozp)
             last = nxt
             fused.append(nxt)
-    out = L.node("linear_u8s8", inputs, attrs)
+    return last, fused
+
+
+def _bind(L: Lowerer, out: Value, last: Node, fused: list[Node]) -> Value:
     shape = out_val(last).shape
     if list(L.shape_of(out)) != list(shape):  # a reshape is an alias: free
         out = L.node("reshape", [out], {"shape": L.dims(shape)})
     for f in fused:  # lowered here: the compiler skips them
         L.env[f] = out
     return out
+
+
+def _u8_source(x: Any) -> tuple[Node, float, int] | None:
+    """(the u8 tensor, scale, zero point) when x is a u8 per-tensor dequantize, seen through
+    views; else None."""
+    dq = x
+    while isinstance(dq, Node) and dq.target in VIEWS:
+        dq = dq.args[0]
+    if not _is(dq, DQPT):
+        return None
+    scale, zp, _, _, dtype = _qparams(dq)
+    src = meta(dq.args[0])
+    if dtype != torch.uint8 or not isinstance(src, torch.Tensor) or src.dtype != torch.uint8:
+        return None
+    return dq.args[0], scale, zp
+
+
+def pt2e_conv(L: Lowerer, n: Node) -> Value | None:
+    """conv2d_u8s8 for convolution(dq(q_x u8), dq_per_channel(W s8)[, bias]) of one group, 2-D,
+    with static sizes; None otherwise (the generic lowering then runs)."""
+    x, w, b, stride, padding, dilation, transposed, _, groups = n.args
+    if transposed or groups != 1 or not isinstance(w, Node):
+        return None
+    wv = meta(w)
+    if not isinstance(wv, torch.Tensor) or wv.dim() != 4:
+        return None
+    src = _u8_source(x)
+    if src is None or meta(src[0]).dim() != 4:
+        return None
+    weight = _channel_weight(L, w, 4)
+    if weight is None:
+        return None
+    q, scales = weight
+    xsrc, scale, zp = src
+    if any(isinstance(e, Node) for v in (stride, padding, dilation) for e in v):
+        return None
+    if any(not isinstance(d, int) for d in meta(xsrc).shape):
+        return None
+    attrs: dict[str, Any] = {"stride": list(stride), "padding": list(padding), "dilation": list(dilation),
+                             "x_scale": scale, "x_zp": zp}
+    inputs = [L.value(xsrc), q, scales]
+    if b is not None:
+        bv = meta(b)
+        if not isinstance(bv, torch.Tensor) or bv.dim() != 1 or bv.dtype != torch.float32:
+            return None
+        inputs.append(L.value(b))
+    attrs["has_bias"] = int(b is not None)
+    last, fused = _epilogue(n, int(wv.shape[0]), attrs)
+    return _bind(L, L.node("conv2d_u8s8", inputs, attrs), last, fused)
+
+
+def pt2e_linear(L: Lowerer, x: Any, wt: Node, w: PT2EWeight, bias: Any = None) -> Value | None:
+    """linear_u8s8 for mm/addmm(x, t(W)) when x is a u8 per-tensor dequantize (seen through a
+    view that flattens the leading dims) and the bias a 1-D f32 tensor; None otherwise (the
+    caller lowers the product on f32, the dequantized weight then made)."""
+    found = _u8_source(x)
+    if found is None:
+        return None
+    xsrc, scale, zp = found
+    src = meta(xsrc)
+    if src.dim() < 1 or src.shape[-1] != w.k:
+        return None
+    prod = _product_node(x, wt, bias)
+    if prod is None:
+        return None
+    attrs: dict[str, Any] = {"x_scale": scale, "x_zp": zp}
+    inputs = [L.value(xsrc), w.q, w.scales]
+    if bias is not None:
+        bv = meta(bias)
+        if not isinstance(bv, torch.Tensor) or bv.dim() != 1 or bv.dtype != torch.float32:
+            return None
+        inputs.append(L.value(bias))
+    attrs["has_bias"] = int(bias is not None)
+    last, fused = _epilogue(prod, w.n, attrs)
+    out = L.node("linear_u8s8", inputs, attrs)
+    return _bind(L, out, last, fused)

@@ -84,4 +84,8 @@ void ku8_tile_avx512vnni(const ku8_packed *p, int64_t b0, int nb, int m, const u
  * path matches (the reference's too). */
 void ku8_store_scalar(const ku8_epi *ep, int32_t acc, int64_t n, void *C, int64_t off);
 
+/* y (after the relu) as u8: nearbyint(y * out_inv) + out_zp clamped to [0, 255], torch's
+ * quantize (round half to even, then the zero point, then the clamp) */
+uint8_t ku8_requant(const ku8_epi *ep, float y);
+
 #endif

@@ -64,8 +64,7 @@ void ku8_free(ku8_packed *p)
 	free(p);
 }
 
-/* torch's quantize: round half to even, then the zero point, then the clamp */
-static inline uint8_t requant(const ku8_epi *ep, float y)
+uint8_t ku8_requant(const ku8_epi *ep, float y)
 {
 	float q = nearbyintf(y * ep->out_inv) + ep->out_zp;
 	q = q < 0.0f ? 0.0f : (q > 255.0f ? 255.0f : q);
@@ -78,7 +77,7 @@ void ku8_store_scalar(const ku8_epi *ep, int32_t acc, int64_t n, void *C, int64_
 	if (ep->relu && !(y > 0.0f))
 		y = 0.0f; /* max(y, 0) as vmaxps(y, 0) does it (a NaN, from a NaN bias only, becomes 0) */
 	if (ep->out_u8)
-		((uint8_t *)C)[off] = requant(ep, y);
+		((uint8_t *)C)[off] = ku8_requant(ep, y);
 	else
 		((float *)C)[off] = y;
 }
@@ -96,7 +95,7 @@ void ku8_gemm_reference(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64
 			if (ep->relu && !(y > 0.0f))
 				y = 0.0f;
 			if (ep->out_u8)
-				((uint8_t *)C)[m * ldc + n] = requant(ep, y);
+				((uint8_t *)C)[m * ldc + n] = ku8_requant(ep, y);
 			else
 				((float *)C)[m * ldc + n] = y;
 		}
