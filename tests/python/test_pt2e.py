@@ -183,7 +183,7 @@ class QConv(nn.Module):
         return y
 
 
-@pytest.mark.parametrize("k,stride,padding,dilation", [(3, 1, 1, 1), (3, 2, 0, 1), (1, 1, 0, 1), (5, 2, 3, 2)])
+@pytest.mark.parametrize("k,stride,padding,dilation", [(3, 1, 1, 1), (3, 2, 0, 1), (1, 1, 0, 1), (1, 2, 0, 1), (5, 2, 3, 2)])
 @pytest.mark.parametrize("relu,out", [(True, (0.05, 0)), (False, None)])
 def test_int8_conv_against_eager(k, stride, padding, dilation, relu, out):
     torch.ao.quantization.fx._decomposed  # noqa: B018
