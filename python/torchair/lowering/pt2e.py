@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.fx import Node
 
-from torchair.lowering.core import LAZY, Lowerer, air_dtype, Unsupported, Value, aten, lowers, meta, out_val
+from torchair.lowering.core import LAZY, Lowerer, Unsupported, Value, air_dtype, aten, lowers, meta, out_val
 
 # keyed by name (lowering_for): the ops exist once torchao or torch.ao's _decomposed module is
 # imported, which a PT2E graph's maker has done; torchair need not import them (33 ms)
