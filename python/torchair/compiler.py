@@ -384,6 +384,18 @@ def _drop_short(partitions: list[Any], least: int | None, reasons: dict[Node, st
     return kept
 
 
+def _drop_metadata_asserts(gm: GraphModule) -> None:
+    """Removes torch.export's ``_assert_tensor_metadata`` checks (an exported PT2E model has
+    them): each asserts the dtype and device of a value of this graph, which tracing fixed
+    (inputs: dynamo's guards), so they can never fail here; left in, each was a fallback."""
+    dead = [n for n in gm.graph.nodes
+            if n.op == "call_function" and n.target is torch.ops.aten._assert_tensor_metadata.default and not n.users]
+    for n in dead:
+        gm.graph.erase_node(n)
+    if dead:
+        gm.recompile()
+
+
 def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> tuple[Any, CompileReport]:
     from torchair.log import sync_c_level
 
@@ -405,6 +417,7 @@ def _compile_graph(gm: GraphModule, config: CompilerConfig, graph_kind: str) -> 
         _permutes_through_cats(gm)
     # the running statistics' copy_ into their buffers: one call at the end
     report.write_backs = gather_write_backs(gm)
+    _drop_metadata_asserts(gm)
     eager_views = _eager_views(gm, list(frozen_args)) if graph_kind in ("forward", "backward") else set()
     report.total_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function" and not is_size_node(n))
     _one_user_per_size_node(gm)

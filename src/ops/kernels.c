@@ -20,6 +20,9 @@
 #include "kernels/elementwise/fused_dag_fast.h"
 #include "kernels/elementwise/sqrt_where_fast.h"
 #include "kernels/gemm_q/linear_q.h"
+#include "kernels/gemm_q/conv_u8s8.h"
+#include "kernels/gemm_q/linear_u8s8.h"
+#include "kernels/gemm_q/quantize.h"
 #include "kernels/matmul/linear_lowp.h"
 #include "kernels/matmul/linear_rows.h"
 #include "kernels/matmul/matmul_fast.h"
@@ -38,6 +41,9 @@ static const k_kernel *const mm[] = {&kfast_mm_packed, &kfast_mm, NULL};
 static const k_kernel *const addmm[] = {&kfast_addmm_packed, &kfast_addmm, NULL};
 static const k_kernel *const linear[] = {&kfast_linear_lowp_w, &kfast_linear_rows, &kfast_linear_packed, &kfast_linear, NULL};
 static const k_kernel *const linear_q[] = {&kfast_linear_q, NULL};
+static const k_kernel *const linear_u8s8[] = {&kfast_linear_u8s8, NULL};
+static const k_kernel *const quantize[] = {&kfast_quantize, NULL};
+static const k_kernel *const conv2d_u8s8[] = {&kfast_conv2d_u8s8, NULL};
 static const k_kernel *const bmm[] = {&kfast_bmm, NULL};
 static const k_kernel *const sdpa[] = {&kfast_sdpa_flash, NULL};
 static const k_kernel *const sdpa_backward[] = {&kfast_sdpa_backward_flash, NULL};
@@ -97,6 +103,9 @@ const k_kernel *const *kreg_fast_kernels(int op)
 	case OP_addmm: return addmm;
 	case OP_linear: return linear;
 	case OP_linear_q: return linear_q;
+	case OP_linear_u8s8: return linear_u8s8;
+	case OP_quantize: return quantize;
+	case OP_conv2d_u8s8: return conv2d_u8s8;
 	case OP_bmm: return bmm;
 	case OP_sdpa: return sdpa;
 	case OP_sdpa_lse: return sdpa;

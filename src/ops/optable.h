@@ -42,3 +42,5 @@ OP(embedding_backward) OP(dropout)
 
 /* weight-only quantized linear (int8/int4 weights): ops/linear_q.c */
 OP(linear_q)
+/* PT2E static int8: ops/linear_u8s8.c (u8 x s8, s32 sums), ops/quantize.c, ops/conv_u8s8.c */
+OP(linear_u8s8) OP(quantize) OP(conv2d_u8s8)

@@ -28,6 +28,7 @@ from torchair.lowering import attention_backward  # noqa: F401
 from torchair.lowering import index  # noqa: F401
 from torchair.lowering import backward  # noqa: F401
 from torchair.lowering import norm_train  # noqa: F401
+from torchair.lowering import pt2e  # noqa: F401
 # isort: on
 from torchair.lowering.conv import MAX_TRANSPOSED_GROUPS
 from torchair.lowering.core import (

@@ -11,6 +11,7 @@ from torch.fx import Node
 from torchair.errors import Unsupported
 from torchair.lowering.core import Lowerer, Value, air_dtype, arg, aten, is_float, lowers, meta, out_val
 from torchair.lowering.lowp import conv_weight_16
+from torchair.lowering.pt2e import pt2e_conv
 from torchair.lowering.shape import _slice_bounds
 
 
@@ -21,6 +22,9 @@ def _convolution(L: Lowerer, n: Node) -> Value:
         raise Unsupported("convolution with symbolic groups")
     if transposed:
         return _conv_transpose2d(L, n)
+    v = pt2e_conv(L, n)  # PT2E's int8 convolution (lowering/pt2e.py)
+    if v is not None:
+        return v
     rank = meta(x).dim()
     if rank not in (3, 4):
         raise Unsupported(f"{rank - 2}-d convolution (only 1-d and 2-d)")

@@ -18,6 +18,7 @@ from torch.fx import Node
 from torchair.lowering.core import LAZY, LOW_PRECISION, Lowerer, Value, meta, storage_dtype
 from torchair.lowering.quant import QuantWeight, quantized_weight
 from torchair.lowering.quant import linear_q as quant_linear
+from torchair.lowering.pt2e import PT2EWeight, pt2e_linear, pt2e_weight
 
 
 # A frozen f32 weight's 16-bit copies, by (id of the weight, dtype): shared
@@ -116,8 +117,8 @@ def defer_weight_transpose(L: Lowerer, n: Node, lower: Any) -> Any:
     weight: LAZY, remembering W for lowp_linear; lower(L, n) runs only if
     something else reads the transpose. Otherwise lower(L, n) now. Under
     weight_quantization a frozen weight is remembered quantized instead
-    (lowering/quant.py)."""
-    w = quantized_weight(L, n.args[0]) or _weight_16(L, n.args[0])
+    (lowering/quant.py), and PT2E's s8 weight behind its dequantize (lowering/pt2e.py)."""
+    w = quantized_weight(L, n.args[0]) or pt2e_weight(L, n.args[0]) or _weight_16(L, n.args[0])
     if w is None:
         return lower(L, n)
     L.weight_t[n] = w
@@ -133,6 +134,8 @@ def lowp_linear(L: Lowerer, x: Any, wt: Any, bias: Any = None) -> Value | None:
         return None
     if isinstance(w, QuantWeight):
         return quant_linear(L, x, w, bias)
+    if isinstance(w, PT2EWeight):  # PT2E's int8 weight (lowering/pt2e.py); None: the f32 product
+        return pt2e_linear(L, x, wt, w, bias)
     inputs = [L.value(x), w]
     if bias is not None:
         bv = meta(bias)
