@@ -190,6 +190,8 @@ enum {
 	AIR_COMPILE_REFERENCE_KERNELS = 1u << 2,/* only the portable reference kernels */
 	AIR_COMPILE_OP_BY_OP = 1u << 3,         /* debugging: no passes at all */
 	AIR_COMPILE_AUTOTUNE = 1u << 4,         /* time the kernels that can run each step, keep the fastest */
+	AIR_COMPILE_WEIGHTS_IN_PLACE = 1u << 5, /* small-output convolutions read the caller's weight in place:
+	                                           no packed copy held, slower (kernels/conv/conv_rows.c) */
 };
 
 /* The graph passes, in the order they run. Each can be switched off alone

@@ -135,6 +135,8 @@ def _compile_flags(config: CompilerConfig) -> int:
         flags |= _C.COMPILE_OP_BY_OP
     if config.mode == "max-autotune":
         flags |= _C.COMPILE_AUTOTUNE
+    if config.weights_in_place:
+        flags |= _C.COMPILE_WEIGHTS_IN_PLACE
     return flags
 
 

@@ -172,6 +172,7 @@ static air_status choose_kernels(air_model *m)
 		const_sources(g, n, src);
 		call.in_source = src;
 		call.low_memory = !(m->flags & AIR_COMPILE_NO_MEMORY_REUSE);
+		call.weights_in_place = call.low_memory && (m->flags & AIR_COMPILE_WEIGHTS_IN_PLACE);
 		const k_kernel *cand[RT_TUNE_MAX];
 		int ncand = 0;
 		for (const k_kernel *const *k = kreg_fast_kernels(n->op); *k && ncand < RT_TUNE_MAX; k++) {

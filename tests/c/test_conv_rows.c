@@ -81,7 +81,8 @@ static void test_case(const rows_case *c)
 		nconv = 2;
 	}
 	CHECK_OK(air_graph_set_outputs(g, &y, 1));
-	air_model *low = compile(g, 0, 0), *packed = compile(g, AIR_COMPILE_NO_MEMORY_REUSE, 0);
+	air_model *low = compile(g, AIR_COMPILE_WEIGHTS_IN_PLACE, 0), *packed = compile(g, AIR_COMPILE_NO_MEMORY_REUSE, 0);
+	air_model *dflt = compile(g, 0, 0); /* opt-in: the default keeps the packed copy */
 	air_model *ref = compile(g, AIR_COMPILE_REFERENCE_KERNELS, 0);
 	if (!low || !packed || !ref)
 		goto done;
@@ -91,6 +92,7 @@ static void test_case(const rows_case *c)
 		fprintf(stderr, "%s: %s not chosen:\n%s\n", label, ROWS, r);
 	CHECK(chosen);
 	CHECK(strstr(air_model_report(packed), ROWS) == NULL);
+	CHECK(dflt && strstr(air_model_report(dflt), ROWS) == NULL);
 	/* the packed model holds a copy of each weight; this one none (the
 	 * entry conv's packed copy and the folded biases are in both) */
 	size_t wbytes = sizeof(float) * (size_t)(c->O * c->C * c->K * c->K) * (size_t)nconv;
@@ -128,7 +130,7 @@ static void test_case(const rows_case *c)
 	CHECK(far == 0 && far_packed == 0);
 	free(a), free(b), free(e), free(xv);
 done:
-	air_model_destroy(low), air_model_destroy(packed), air_model_destroy(ref);
+	air_model_destroy(low), air_model_destroy(packed), air_model_destroy(ref), air_model_destroy(dflt);
 	air_graph_destroy(g);
 }
 

@@ -18,6 +18,7 @@ from torchair.zoo import build
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 ROWS = "conv2d_nhwc_weight_rows"
+IN_PLACE = {"weights_in_place": True}  # the kernel is opt-in: slower than the packed copy
 
 
 def _subgraphs(report):
@@ -33,9 +34,9 @@ def _double(inputs):
 def test_resnet50_b1_holds_no_packed_conv_weights():
     model, inputs = build("resnet50", batch=1)
     with torch.no_grad():
-        report = torchair.explain(model, *inputs)
+        report = torchair.explain(model, *inputs, options=IN_PLACE)
         torch._dynamo.reset()
-        out = torch.compile(model, backend="torchair")(*inputs)
+        out = torch.compile(model, backend="torchair", options=IN_PLACE)(*inputs)
         ref32 = model(*inputs)
         ref64 = copy.deepcopy(model).double()(*_double(inputs))
     subs = _subgraphs(report)
@@ -79,11 +80,11 @@ def test_bottleneck_reads_the_modules_weights_as_they_change():
         bn.running_var.uniform_(0.5, 2)
     x = torch.randn(1, 520, 7, 9)
     with torch.no_grad():
-        report = torchair.explain(model, x)
+        report = torchair.explain(model, x, options=IN_PLACE)
         (sub,) = _subgraphs(report)
         assert sub.air_report.count(ROWS) >= 3, sub.air_report
         torch._dynamo.reset()
-        compiled = torch.compile(model, backend="torchair")
+        compiled = torch.compile(model, backend="torchair", options=IN_PLACE)
         for change in range(2):
             ref64 = copy.deepcopy(model).double()(x.double())
             ok, detail = check_accuracy(compiled(x), model(x), ref64)

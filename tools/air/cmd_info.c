@@ -61,6 +61,7 @@ static void print_options(const air_file *f)
 		{AIR_COMPILE_REFERENCE_KERNELS, "reference_kernels"},
 		{AIR_COMPILE_OP_BY_OP, "op_by_op"},
 		{AIR_COMPILE_AUTOTUNE, "autotune"},
+		{AIR_COMPILE_WEIGHTS_IN_PLACE, "weights_in_place"},
 	};
 	printf("compile options: threads %d%s", o.num_threads, o.num_threads ? "" : " (the machine's)");
 	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)

@@ -53,6 +53,9 @@ typedef struct k_call {
 	 * from its source on every call instead of holding a packed copy. */
 	const k_const_source *in_source;
 	bool low_memory;
+	/* AIR_COMPILE_WEIGHTS_IN_PLACE (implies low_memory): a kernel that reads
+	 * the weight where the caller keeps it may be chosen though it is slower */
+	bool weights_in_place;
 } k_call;
 
 typedef air_status (*k_run_fn)(const k_call *call);

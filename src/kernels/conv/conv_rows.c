@@ -44,7 +44,7 @@ typedef struct rows_prep {
 static bool rows_supports(const k_call *call)
 {
 	kconv_nhwc c;
-	if (!kconv_nhwc_gemm_ok(call, &c) || !call->low_memory || !call->in_source || !call->in_source[1].base)
+	if (!kconv_nhwc_gemm_ok(call, &c) || !call->weights_in_place || !call->in_source || !call->in_source[1].base)
 		return false;
 	const kconv_geom *g = &c.g;
 	const int64_t M = g->N * g->OH * g->OW, K = g->Cg * g->KH * g->KW;
