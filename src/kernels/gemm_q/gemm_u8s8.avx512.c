@@ -11,9 +11,10 @@
 
 #include "kernels/gemm_q/gemm_u8s8.h"
 
-#pragma GCC target("avx512vnni")
-
-#define AIR_INLINE static inline __attribute__((always_inline))
+/* VNNI per function, not per file (CMake gives .avx512.c files AVX-512F/BW/VL/DQ only): a
+ * target attribute both GCC and clang take; clang ignores GCC's target pragma. */
+#define VNNI __attribute__((target("avx512vnni")))
+#define AIR_INLINE static inline __attribute__((always_inline)) VNNI
 #define UNROLL _Pragma("GCC unroll 8")
 
 AIR_INLINE int32_t load4(const uint8_t *a)
@@ -98,7 +99,7 @@ AIR_INLINE void tile(const ku8_packed *p, int64_t b0, const int NB, const int MR
 		return;
 #define TILE_ROWS(mr) TILE_CASE(mr, 1) TILE_CASE(mr, 2) TILE_CASE(mr, 3) TILE_CASE(mr, 4)
 
-void ku8_tile_avx512vnni(const ku8_packed *p, int64_t b0, int nb, int m, const uint8_t *A, int64_t lda,
+VNNI void ku8_tile_avx512vnni(const ku8_packed *p, int64_t b0, int nb, int m, const uint8_t *A, int64_t lda,
 			 const ku8_epi *ep, void *C, int64_t ldc)
 {
 	switch (m * 8 + nb) {
