@@ -125,7 +125,9 @@ with torch.no_grad():
 
 def test_saved_in_one_process_loaded_in_another(tmp_path):
     path = str(tmp_path / "net.pt2c")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(REPO, "python"), REPO, os.environ.get("PYTHONPATH", "")])}
+    # the torchair this process imported (CI's source tree has no _C: the installed one is used)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(torchair.__file__)), REPO,
+                                                        os.environ.get("PYTHONPATH", "")])}
 
     def child(how, cache):
         p = subprocess.run([sys.executable, "-c", CHILD, how, path], capture_output=True, text=True, timeout=600,
